@@ -1,0 +1,1 @@
+"""The patch modules under test: this project's own implementation of the seed contracts."""
