@@ -37,7 +37,7 @@ class CheckResult:
         return asdict(self)
 
 
-class SkipCheck(Exception):  # noqa: N818 - reads as a verdict at the raise site
+class SkipCheck(Exception):
     """Raised inside a check when it does not apply here; becomes a `skip` with the reason."""
 
 
@@ -66,7 +66,7 @@ def describe_exception(exc: BaseException) -> str:
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
-    """Write JSON via a temp file in the same folder and rename, so readers never see half a file."""
+    """Write JSON to a temp file in the same folder, then rename: no reader sees half a file."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)

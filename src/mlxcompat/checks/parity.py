@@ -1,0 +1,67 @@
+"""Parity: batched output equals each prompt run alone, in the four modes of DESIGN."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mlxcompat.checks import DEFAULT_TOLERANCE, guarded
+from mlxcompat.checks.compare import compare_rows
+from mlxcompat.models import MODELS, build_model
+from mlxcompat.results import CheckResult
+
+MODES: tuple[str, ...] = ("fresh", "staggered", "leave", "history")
+_PROMPT_LENGTHS = (7, 3, 5, 9)
+_VOCAB = 128
+
+
+def _tokens(rng: np.random.Generator, n: int) -> list[int]:
+    return [int(t) for t in rng.integers(1, _VOCAB, size=n)]
+
+
+def parity_rows(mode: str, seed: int = 0) -> list:
+    """The requests of a mode: always prompts of different lengths.
+
+    fresh: all together; staggered: half join after two steps (cache extend); leave: unequal
+    max_tokens so rows finish while others go on (cache filter / extract); history: rows
+    carry their own prefilled caches and unequal remaining tails (cache merge).
+    """
+    from mlxcompat.drivers.lm_runner import Row
+
+    rng = np.random.default_rng(seed)
+    prompts = [_tokens(rng, n) for n in _PROMPT_LENGTHS]
+    if mode == "fresh":
+        return [Row(p, 6) for p in prompts]
+    if mode == "staggered":
+        return [Row(p, 6, join_after=0 if i < 2 else 2) for i, p in enumerate(prompts)]
+    if mode == "leave":
+        return [Row(p, m) for p, m in zip(prompts, (2, 7, 4, 9), strict=True)]
+    if mode == "history":
+        tails = [_tokens(rng, n) for n in (3, 1, 4, 2)]
+        return [Row(t, 5, history=p) for p, t in zip(prompts, tails, strict=True)]
+    raise ValueError(f"unknown parity mode {mode!r}; expected one of {MODES}")
+
+
+def check_parity(
+    model: str, mode: str, subject: str, tolerance: float = DEFAULT_TOLERANCE, seed: int = 0
+) -> CheckResult:
+    """Batched (BatchGenerator) vs single (`generate_step`) greedy tokens and logprobs."""
+
+    def body() -> CheckResult:
+        from mlxcompat.drivers.lm_runner import run_batched, run_single
+
+        if MODELS[model].family != "lm":
+            raise ValueError(f"{model} is not an mlx-lm model")
+        net = build_model(model, seed)
+        rows = parity_rows(mode, seed)
+        batched = run_batched(net, rows)
+        single = [run_single(net, r) for r in rows]
+        verdict, metrics, detail = compare_rows(
+            [b.logprobs for b in batched],
+            [s.logprobs for s in single],
+            [b.tokens for b in batched],
+            [s.tokens for s in single],
+            tolerance,
+        )
+        return CheckResult("parity", verdict, mode, model, subject, metrics, detail)  # type: ignore[arg-type]
+
+    return guarded("parity", mode, model, subject, body)

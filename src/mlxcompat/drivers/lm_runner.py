@@ -1,0 +1,134 @@
+"""Run mlx-lm models two ways: batched through BatchGenerator, and one prompt alone.
+
+Every call-shape difference between releases (keyword-only constructor, list vs tuple from
+`next()`, `max_tokens` as a list, `generate_step`'s positional stream) is absorbed here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import mlx.core as mx
+import numpy as np
+
+from mlxcompat.drivers.capabilities import cache_module, generate_module
+
+MAX_STEPS = 10_000
+
+
+@dataclass
+class Row:
+    """One request: its prompt, how many tokens to generate, optional history, and when it joins.
+
+    `join_after` counts generation steps of the running batch before this row is inserted.
+    """
+
+    prompt: list[int]
+    max_tokens: int
+    history: list[int] | None = None
+    join_after: int = 0
+
+
+@dataclass
+class RowOutput:
+    tokens: list[int] = field(default_factory=list)
+    logprobs: list[np.ndarray] = field(default_factory=list)
+    finish_reason: str | None = None
+    cache: Any = None
+
+
+def make_history_cache(model: Any, history: Sequence[int]) -> list[Any]:
+    """A prompt cache that already holds `history`, as a server keeps it between turns."""
+    cache = cache_module().make_prompt_cache(model)
+    model(mx.array([list(history)]), cache=cache)
+    mx.eval([c.state for c in cache])
+    return cache
+
+
+def run_single(model: Any, row: Row) -> RowOutput:
+    """The oracle: the prompt (history + tail) alone through `generate_step`, greedy."""
+    gen = generate_module()
+    tokens = list(row.history or []) + list(row.prompt)
+    out = RowOutput()
+    steps = gen.generate_step(prompt=mx.array(tokens), model=model, max_tokens=row.max_tokens)
+    for token, logprobs in steps:
+        out.tokens.append(int(token.item() if isinstance(token, mx.array) else token))
+        out.logprobs.append(np.array(logprobs.astype(mx.float32)))
+    out.finish_reason = "length"
+    return out
+
+
+def _generation_responses(result: Any) -> list[Any]:
+    """`next()` gives a list up to 0.31.1 and `(prompt_responses, generation_responses)` after."""
+    if isinstance(result, tuple):
+        return list(result[1])
+    return list(result)
+
+
+def new_batch_generator(model: Any, max_batch: int = 64, **kwargs: Any) -> Any:
+    """A greedy BatchGenerator wide enough that parity runs never queue rows (keywords only)."""
+    return generate_module().BatchGenerator(
+        model=model,
+        max_tokens=kwargs.pop("max_tokens", 16),
+        completion_batch_size=max_batch,
+        prefill_batch_size=max_batch,
+        **kwargs,
+    )
+
+
+def insert_rows(generator: Any, model: Any, rows: Sequence[Row]) -> list[int]:
+    """Insert rows with per-row max_tokens (always a list) and history caches where given."""
+    caches = None
+    if any(r.history for r in rows):
+        caches = [make_history_cache(model, r.history) if r.history else None for r in rows]
+    uids = generator.insert(
+        [list(r.prompt) for r in rows], max_tokens=[r.max_tokens for r in rows], caches=caches
+    )
+    return list(uids)
+
+
+def step(generator: Any) -> list[Any]:
+    """One `next()` call; returns only generation responses (empty while prefilling)."""
+    return _generation_responses(generator.next())
+
+
+def close(generator: Any) -> None:
+    closer = getattr(generator, "close", None)
+    if closer is not None:
+        closer()
+
+
+def run_batched(model: Any, rows: Sequence[Row]) -> list[RowOutput]:
+    """Drive BatchGenerator over `rows` (joining at their steps) until every row finished."""
+    generator = new_batch_generator(model)
+    outputs = [RowOutput() for _ in rows]
+    by_uid: dict[int, int] = {}
+    pending = sorted(range(len(rows)), key=lambda i: rows[i].join_after)
+    steps = 0
+    try:
+        while True:
+            joining = [i for i in pending if rows[i].join_after <= steps]
+            if joining:
+                pending = [i for i in pending if i not in joining]
+                uids = insert_rows(generator, model, [rows[i] for i in joining])
+                by_uid.update(zip(uids, joining, strict=True))
+            if all(o.finish_reason for o in outputs):
+                break
+            responses = step(generator)
+            for r in responses:
+                out = outputs[by_uid[r.uid]]
+                out.tokens.append(int(r.token))
+                out.logprobs.append(np.array(r.logprobs.astype(mx.float32)))
+                if r.finish_reason is not None:
+                    out.finish_reason = r.finish_reason
+                    out.cache = getattr(r, "prompt_cache", None)
+            steps += bool(responses)
+            if steps > MAX_STEPS:
+                raise RuntimeError(f"BatchGenerator did not finish within {MAX_STEPS} steps")
+            if not responses and not pending and not any(o.finish_reason is None for o in outputs):
+                break
+    finally:
+        close(generator)
+    return outputs

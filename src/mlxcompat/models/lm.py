@@ -1,0 +1,112 @@
+"""Tiny mlx-lm models built from configs (no hub), one per family the patches touch."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from mlxcompat.results import SkipCheck
+
+_COMMON: dict[str, Any] = {
+    "hidden_size": 64,
+    "num_hidden_layers": 2,
+    "vocab_size": 128,
+    # Tied tiny models echo the last token, which would make greedy comparison blind.
+    "tie_word_embeddings": False,
+}
+
+_LINEAR_ATTN: dict[str, Any] = {
+    "linear_num_value_heads": 4,
+    "linear_num_key_heads": 2,
+    "linear_key_head_dim": 16,
+    "linear_value_head_dim": 16,
+    "linear_conv_kernel_dim": 4,
+}
+
+_HYBRID: dict[str, Any] = {
+    **_COMMON,
+    **_LINEAR_ATTN,
+    "intermediate_size": 128,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "rms_norm_eps": 1e-5,
+    "head_dim": 16,
+    "full_attention_interval": 2,
+    "num_experts": 0,
+    "mlp_only_layers": [],
+    "decoder_sparse_step": 1,
+    "num_experts_per_tok": 0,
+    "shared_expert_intermediate_size": 0,
+    "moe_intermediate_size": 0,
+    "max_position_embeddings": 512,
+}
+
+LM_CONFIGS: dict[str, dict[str, Any]] = {
+    "llama": {
+        **_COMMON,
+        "model_type": "llama",
+        "intermediate_size": 128,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "rms_norm_eps": 1e-5,
+    },
+    "mamba": {
+        **_COMMON,
+        "model_type": "mamba",
+        "state_size": 16,
+        "conv_kernel": 4,
+        "use_bias": False,
+        "use_conv_bias": True,
+        "time_step_rank": 4,
+        "intermediate_size": 128,
+    },
+    "mamba2": {
+        **_COMMON,
+        "model_type": "mamba2",
+        "num_heads": 4,
+        "head_dim": 32,
+        "n_groups": 1,
+        "state_size": 16,
+        "conv_kernel": 4,
+        "layer_norm_epsilon": 1e-5,
+        "time_step_limit": [0.0, float("inf")],
+        "time_step_rank": 4,
+        "use_bias": False,
+        "use_conv_bias": True,
+        "intermediate_size": 128,
+    },
+    "qwen3_next": {
+        **_HYBRID,
+        "model_type": "qwen3_next",
+        "rope_theta": 1e4,
+        "partial_rotary_factor": 0.25,
+    },
+    "qwen3_5": {
+        "model_type": "qwen3_5",
+        "tie_word_embeddings": False,
+        "text_config": {
+            **_HYBRID,
+            "model_type": "qwen3_5_text",
+            "rope_parameters": {
+                "type": "default",
+                "rope_theta": 1e4,
+                "partial_rotary_factor": 0.25,
+            },
+        },
+    },
+}
+
+
+def build_lm(name: str, seed: int = 0) -> Any:
+    """Construct the tiny `name` model from its config with the given seed, float32."""
+    import mlx.core as mx
+
+    config = LM_CONFIGS[name]
+    try:
+        module = importlib.import_module(f"mlx_lm.models.{config['model_type']}")
+    except ImportError as exc:
+        raise SkipCheck(f"model {name} is not in this mlx-lm release ({exc})") from exc
+    mx.random.seed(seed)
+    model = module.Model(module.ModelArgs.from_dict(config))
+    mx.eval(model.parameters())
+    return model

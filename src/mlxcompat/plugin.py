@@ -1,0 +1,133 @@
+"""pytest plugin for `tests/compat`: activates one subject, records every verdict in a JSON.
+
+Loaded with `-p mlxcompat.plugin` (as `mlxcompat run` does). The subject is applied at
+session start, before any model code runs, because patches are process state. The partial
+cell document is rewritten atomically after every test, so a crash keeps what ran.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mlxcompat.results import CheckResult, empty_cell, write_json_atomic
+
+_KEY = pytest.StashKey[dict[str, Any]]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("mlxcompat")
+    group.addoption("--mlxcompat-subject", default="none", help="subject whose patches to apply")
+    group.addoption("--mlxcompat-out", default=None, help="where to write this run's JSON")
+    group.addoption("--mlxcompat-cell", default="local", help="cell id recorded in the JSON")
+    group.addoption("--mlxcompat-tolerance", type=float, default=1e-4, help="max |Δ logprob|")
+    group.addoption("--mlxcompat-models", default="", help="comma list to restrict models")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    from mlxcompat.subjects import BUILTIN_SUBJECTS, Subject
+
+    name = config.getoption("--mlxcompat-subject")
+    subject = BUILTIN_SUBJECTS.get(name) or Subject(name)
+    doc = empty_cell(config.getoption("--mlxcompat-cell"))
+    config.stash[_KEY] = {"doc": doc, "subject": subject, "counts": {}}
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    from mlxcompat.drivers.environment import describe_environment
+    from mlxcompat.subjects import apply_subject
+
+    state = session.config.stash[_KEY]
+    state["doc"]["env"] = describe_environment()
+    state["doc"]["patches"] = apply_subject(state["subject"])
+    rows = state["doc"]["patches"]
+    missing = rows and all(r["status"] == "unavailable" for r in rows)
+    state["unavailable"] = (
+        f"subject {state['subject'].name} is not importable here: {rows[0]['detail']}"
+        if missing else None
+    )
+    _save(session.config)
+
+
+def _save(config: pytest.Config) -> None:
+    out = config.getoption("--mlxcompat-out")
+    if out:
+        write_json_atomic(Path(out), config.stash[_KEY]["doc"])
+
+
+@pytest.fixture(scope="session")
+def subject_name(request: pytest.FixtureRequest) -> str:
+    return request.config.stash[_KEY]["subject"].name
+
+
+@pytest.fixture(scope="session")
+def tolerance(request: pytest.FixtureRequest) -> float:
+    return float(request.config.getoption("--mlxcompat-tolerance"))
+
+
+@pytest.fixture
+def record(request: pytest.FixtureRequest) -> Callable[[CheckResult], None]:
+    """Record a result in the cell JSON and turn its verdict into the pytest outcome."""
+    state = request.config.stash[_KEY]
+
+    def _record(result: CheckResult) -> None:
+        state["doc"]["results"].append(result.to_json())
+        state["counts"].setdefault(result.check, Counter())[result.verdict] += 1
+        _save(request.config)
+        if result.verdict == "skip":
+            pytest.skip(result.detail)
+        if result.verdict in ("fail", "error"):
+            pytest.fail(f"{result.verdict}: {result.detail}", pytrace=False)
+
+    if state.get("unavailable"):
+        _record(_skipped_here(request, state["subject"].name, state["unavailable"]))
+    return _record
+
+
+def _skipped_here(request: pytest.FixtureRequest, subject: str, reason: str) -> CheckResult:
+    """The skip verdict this test would have produced, for a subject that is not installed."""
+    params = getattr(request.node, "callspec", None)
+    params = params.params if params else {}
+    check = request.node.originalname.removeprefix("test_").replace("_", "-")
+    parts = [str(params[k]) for k in ("scenario", "path") if k in params]
+    mode = params.get("mode") or "/".join(parts)
+    model = params.get("model") or getattr(request.module, "MODEL", "")
+    return CheckResult(check, "skip", mode, model, subject, detail=reason)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Parametrize `patch_row` by the patch rows this subject produced at session start."""
+    if "patch_row" in metafunc.fixturenames:
+        rows = metafunc.config.stash[_KEY]["doc"]["patches"]
+        metafunc.parametrize("patch_row", rows, ids=[r["patch"] for r in rows])
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Deselect tests of models left out by `--mlxcompat-models` (a choice, not a skip)."""
+    wanted = {m for m in config.getoption("--mlxcompat-models").split(",") if m}
+    if not wanted:
+        return
+    keep, drop = [], []
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        model = params.get("model") or getattr(getattr(item, "module", None), "MODEL", None)
+        (drop if model and model not in wanted else keep).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    state = config.stash[_KEY]
+    subject = state["subject"].name
+    for check, counts in sorted(state["counts"].items()):
+        parts = " ".join(f"{v}={counts.get(v, 0)}" for v in ("pass", "fail", "error", "skip"))
+        terminalreporter.write_line(f"[mlxcompat] {subject:>16} {check:<15} {parts}")
+    for row in state["doc"]["patches"]:
+        terminalreporter.write_line(
+            f"[mlxcompat] {subject:>16} patch {row['patch']}: {row['status']} ({row['detail']})"
+        )

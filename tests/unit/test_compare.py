@@ -1,0 +1,50 @@
+import numpy as np
+
+from mlxcompat.checks.compare import compare_rows
+
+
+def _scores(*rows):
+    return [[np.array(step) for step in row] for row in rows]
+
+
+def test_identical_rows_pass_with_zero_delta():
+    s = _scores([[0.0, -1.0], [-2.0, 0.0]])
+    verdict, metrics, _ = compare_rows(s, s, [[1, 2]], [[1, 2]], 1e-4)
+    assert verdict == "pass"
+    assert metrics["max_abs_delta"] == 0.0
+    assert metrics["mismatched_rows"] == []
+
+
+def test_delta_over_tolerance_fails_and_is_reported():
+    a = _scores([[0.0, -1.0]])
+    b = _scores([[0.0, -1.001]])
+    verdict, metrics, detail = compare_rows(a, b, [[3]], [[3]], 1e-4)
+    assert verdict == "fail"
+    assert abs(metrics["max_abs_delta"] - 0.001) < 1e-9
+    assert "1.00e-03 > 1e-04" in detail
+
+
+def test_token_mismatch_fails_and_names_row_and_step():
+    a = _scores([[0.0]] * 3, [[0.0]] * 3)
+    batched, single = [[1, 2, 3], [4, 5, 6]], [[1, 2, 3], [4, 9, 6]]
+    verdict, metrics, detail = compare_rows(a, a, batched, single, 1e-4)
+    assert verdict == "fail"
+    assert metrics["tokens_equal"] is False
+    assert metrics["mismatched_rows"][0]["row"] == 1
+    assert metrics["mismatched_rows"][0]["first_diff"] == 1
+    assert "row 1 from step 1" in detail
+
+
+def test_scores_after_divergence_are_ignored():
+    a = _scores([[0.0], [0.0], [100.0]])
+    b = _scores([[0.0], [0.0], [0.0]])
+    _, metrics, _ = compare_rows(a, b, [[1, 2, 3]], [[1, 9, 3]], 1e-4)
+    assert metrics["max_abs_delta"] == 0.0
+
+
+def test_shorter_batched_row_is_a_mismatch():
+    a = _scores([[0.0]])
+    b = _scores([[0.0], [0.0]])
+    verdict, metrics, _ = compare_rows(a, b, [[1]], [[1, 2]], 1e-4)
+    assert verdict == "fail"
+    assert metrics["mismatched_rows"][0]["first_diff"] == 1
