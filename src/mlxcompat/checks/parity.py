@@ -9,7 +9,7 @@ from mlxcompat.checks.compare import compare_rows
 from mlxcompat.models import MODELS, build_model
 from mlxcompat.results import CheckResult
 
-MODES: tuple[str, ...] = ("fresh", "staggered", "leave", "history")
+MODES: tuple[str, ...] = ("fresh", "staggered", "leave", "history", "history-equal")
 _PROMPT_LENGTHS = (7, 3, 5, 9)
 _VOCAB = 128
 
@@ -23,7 +23,9 @@ def parity_rows(mode: str, seed: int = 0) -> list:
 
     fresh: all together; staggered: half join after two steps (cache extend); leave: unequal
     max_tokens so rows finish while others go on (cache filter / extract); history: rows
-    carry their own prefilled caches and unequal remaining tails (cache merge).
+    carry their own prefilled caches and unequal remaining tails (cache merge);
+    history-equal: the same with equal tails, so no tail is padded and a failure there is
+    about carrying history at all, not about masking padding.
     """
     from mlxcompat.drivers.lm_runner import Row
 
@@ -37,6 +39,9 @@ def parity_rows(mode: str, seed: int = 0) -> list:
         return [Row(p, m) for p, m in zip(prompts, (2, 7, 4, 9), strict=True)]
     if mode == "history":
         tails = [_tokens(rng, n) for n in (3, 1, 4, 2)]
+        return [Row(t, 5, history=p) for p, t in zip(prompts, tails, strict=True)]
+    if mode == "history-equal":
+        tails = [_tokens(rng, 3) for _ in prompts]
         return [Row(t, 5, history=p) for p, t in zip(prompts, tails, strict=True)]
     raise ValueError(f"unknown parity mode {mode!r}; expected one of {MODES}")
 

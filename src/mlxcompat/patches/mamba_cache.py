@@ -43,11 +43,15 @@ def _single(size: int) -> Any:
     return ArraysCache(size)
 
 
-class BatchMambaCache(ArraysCache):  # type: ignore[misc,valid-type]
-    """ArraysCache with the batch operations BatchGenerator needs (extract, merge, prepare)."""
+class BatchMambaCache(_SingleCache or ArraysCache):  # type: ignore[misc]
+    """An SSM cache with the batch operations BatchGenerator needs (extract, merge, prepare).
+
+    It derives from MambaCache where that exists: Mamba v1 there writes its state back only
+    into MambaCache instances, so a plain ArraysCache would silently freeze the state.
+    """
 
     def __init__(self, left_padding: list[int] | None = None, size: int = 2) -> None:
-        super().__init__(size, left_padding=left_padding)
+        ArraysCache.__init__(self, size, left_padding=left_padding)
 
     @classmethod
     def from_cache(cls, cache: Any, left_padding: list[int] | None) -> BatchMambaCache:
