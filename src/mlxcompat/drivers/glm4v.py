@@ -1,0 +1,295 @@
+"""The only code that knows how mlx-vlm's GLM4V (glm4v_moe) API drifts between releases.
+
+Everything here asks the installed release what it does (where a class lives, which body
+`GLM4VModel.__call__` has, whether a helper takes a cache list) instead of reading versions.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import inspect
+import textwrap
+from types import ModuleType, SimpleNamespace
+from typing import Any
+
+import mlx.core as mx
+
+from mlxcompat.results import SkipCheck
+
+PATHS: tuple[str, ...] = ("inner", "outer")
+
+# Normalised-source digests of the upstream `GLM4VModel.__call__` bodies seen so far.
+_BODY_KINDS: dict[str, str] = {
+    "3ed0ea408389": "cache-list-mask",  # mask from the cache list: seen in 0.3.3-0.4.4
+    "1c343c95c2de": "cache0-mask",  # mask from cache[0]: seen in 0.5.0-0.7.10
+}
+_POSITION_STATE = ("_rope_deltas", "_position_ids")
+
+
+def glm4v_language_module() -> ModuleType:
+    """`mlx_vlm.models.glm4v_moe.language`, or SkipCheck when this environment lacks it."""
+    try:
+        return importlib.import_module("mlx_vlm.models.glm4v_moe.language")
+    except ImportError as exc:
+        raise SkipCheck(f"mlx_vlm glm4v_moe is not available here: {exc}") from exc
+
+
+def cache_classes() -> tuple[type, type]:
+    """(KVCache, BatchKVCache) as the installed mlx-vlm uses them.
+
+    mlx-vlm re-exports mlx-lm's classes up to 0.6.3 and vendors its own copy later; the copy
+    the model code sees is the one to test, so mlx_vlm.models.cache wins over mlx_lm.
+    """
+    for name in ("mlx_vlm.models.cache", "mlx_lm.models.cache"):
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        if hasattr(module, "BatchKVCache") and hasattr(module, "KVCache"):
+            return module.KVCache, module.BatchKVCache
+    raise SkipCheck("neither mlx_vlm nor mlx_lm provides BatchKVCache")
+
+
+def _original_call() -> Any:
+    call = glm4v_language_module().GLM4VModel.__call__
+    return inspect.unwrap(call)
+
+
+def call_body_digest() -> str:
+    """Short sha256 of the upstream `GLM4VModel.__call__` source, whitespace-normalised.
+
+    Our patch wraps the method with `functools.wraps`, so this still names the upstream body.
+    """
+    source = textwrap.dedent(inspect.getsource(_original_call()))
+    lines = [line.rstrip() for line in source.splitlines() if line.strip()]
+    return hashlib.sha256("\n".join(lines).encode()).hexdigest()[:12]
+
+
+def call_body_kind() -> str:
+    """Label of the installed upstream body: cache-list-mask, cache0-mask or unknown."""
+    return _BODY_KINDS.get(call_body_digest(), "unknown")
+
+
+def mask_accepts_cache_list() -> bool:
+    """Whether the model module's `create_attention_mask` builds the batch mask from a list.
+
+    Older helpers only look for `make_mask` on the object itself, so a list silently gives a
+    plain causal mask and left padding is attended to.
+    """
+    language = glm4v_language_module()
+    _, batch_cls = cache_classes()
+    cache = batch_cls([1, 0])
+    h = mx.zeros((2, 2, 4))
+    try:
+        from_list = language.create_attention_mask(h, [cache])
+    except Exception:
+        return False
+    if not isinstance(from_list, mx.array):
+        return False
+    expected = cache.make_mask(2)
+    return bool(mx.array_equal(mx.broadcast_to(from_list, expected.shape), expected).item())
+
+
+class _StandInModel:
+    """Plays a GLM4VModel for a probe: records positions and mask, computes nothing."""
+
+    start_idx = 0
+    num_layers = 1
+
+    def __init__(self) -> None:
+        self.seen: dict[str, Any] = {}
+        self.layers = [self._layer]
+        self.weight = mx.zeros((4,))
+        self.norm = self  # `norm.weight` gives the dtype, `norm(h)` passes h through
+
+    def __call__(self, h: Any) -> Any:
+        return h
+
+    def embed_tokens(self, x: Any) -> Any:
+        return mx.zeros((*x.shape, 4))
+
+    def rotary_emb(self, h: Any, position_ids: Any) -> None:
+        self.seen["pos"] = position_ids
+
+    def _layer(self, h: Any, mask: Any, cache: Any, embeddings: Any) -> Any:
+        self.seen["mask"] = mask
+        return h
+
+
+def inner_handles_batches(call: Any) -> bool:
+    """Does this `GLM4VModel.__call__` give each row its own positions and the padding mask?
+
+    Runs it on a stand-in model with a two-row BatchKVCache whose first row is padded by two.
+    """
+    stub, cache = _StandInModel(), cache_classes()[1]([2, 0])
+    try:
+        call(stub, mx.zeros((2, 3), dtype=mx.int32), cache=[cache])
+        pos, mask = stub.seen.get("pos"), stub.seen.get("mask")
+        rows = cache.offset[:, None] + mx.arange(3)[None]
+        want_pos = mx.broadcast_to(rows[None], (3, 2, 3))
+        want_mask = cache.make_mask(3)
+        same_pos = mx.array_equal(mx.broadcast_to(pos, want_pos.shape), want_pos)
+        same_mask = mx.array_equal(mx.broadcast_to(mask, want_mask.shape), want_mask)
+        return bool(same_pos.item()) and bool(same_mask.item())
+    except Exception:
+        return False
+
+
+def outer_handles_batches(call: Any, lm_cls: type) -> bool:
+    """Does this `LanguageModel.__call__` keep each padded row's positions consistent?
+
+    Prefills then decodes a padded two-row batch through a stand-in: every row's decode
+    position must be one past its last prefill position.
+    """
+    seen: list[Any] = []
+    stub = SimpleNamespace(
+        _rope_deltas=None,
+        _position_ids=None,
+        config=SimpleNamespace(
+            vision_config=SimpleNamespace(spatial_merge_size=2),
+            image_token_id=-1,
+            video_token_id=-2,
+            vision_start_token_id=-3,
+        ),
+        model=lambda inputs, **kw: seen.append(kw.get("position_ids")) or inputs,
+        lm_head=lambda h: h,
+    )
+    stub.get_rope_index = lambda *args: lm_cls.get_rope_index(stub, *args)
+    try:
+        cache = cache_classes()[1]([2, 0])
+        call(stub, mx.zeros((2, 3), dtype=mx.int32), cache=[cache])
+        cache.offset = cache.offset + 3
+        cache._idx = 3
+        call(stub, mx.zeros((2, 1), dtype=mx.int32), cache=[cache])
+        prefill, decode = seen
+        return bool(mx.all(decode[0, :, 0] - prefill[0, :, -1] == 1).item())
+    except Exception:
+        return False
+
+
+def glm4v_needs_patch() -> tuple[bool, str]:
+    """Whether the installed upstream code (ignoring any wrapper of ours) mis-batches GLM4V."""
+    try:
+        language = glm4v_language_module()
+    except SkipCheck as exc:
+        return False, str(exc)
+    lm_cls = language.LanguageModel
+    wrong = [
+        name
+        for name, ok in (
+            ("inner GLM4VModel", inner_handles_batches(_original_call())),
+            ("outer LanguageModel", outer_handles_batches(inspect.unwrap(lm_cls.__call__), lm_cls)),
+        )
+        if not ok
+    ]
+    if not wrong:
+        return False, "upstream GLM4V code batches BatchKVCache correctly"
+    return True, " and ".join(wrong) + " mishandle per-row BatchKVCache offsets / padding"
+
+
+def reset_position_state(lm: Any) -> None:
+    """Forget the rope state a `LanguageModel` keeps between calls (it leaks across prompts)."""
+    for name in _POSITION_STATE:
+        if hasattr(lm, name):
+            setattr(lm, name, None)
+
+
+def forward(lm: Any, tokens: Any, cache: list[Any], path: str) -> Any:
+    """Logits (B, L, V) for `tokens` through the inner GLM4VModel or the outer LanguageModel.
+
+    The two signatures order `cache` and `mask` differently, so everything goes by keyword.
+    """
+    if path == "inner":
+        return lm.lm_head(lm.model(tokens, cache=cache))
+    if path == "outer":
+        out = lm(tokens, cache=cache)
+        return getattr(out, "logits", out)
+    raise ValueError(f"unknown GLM4V path {path!r}; expected one of {PATHS}")
+
+
+def _tokens(rows: list[list[int]]) -> Any:
+    return mx.array(rows, dtype=mx.int32)
+
+
+def run_single(lm: Any, prompt: list[int], steps: int, path: str) -> list[Any]:
+    """The oracle: one prompt alone with plain KVCaches; last-position logits of each step.
+
+    Step 0 is the prefill, then `steps - 1` greedy decode steps; returns (V,) arrays.
+    """
+    kv_cls, _ = cache_classes()
+    reset_position_state(lm)
+    cache = [kv_cls() for _ in lm.model.layers]
+    logits = forward(lm, _tokens([prompt]), cache, path)[0, -1]
+    mx.eval(logits)
+    out = [logits]
+    for _ in range(steps - 1):
+        token = int(mx.argmax(out[-1]).item())
+        logits = forward(lm, _tokens([[token]]), cache, path)[0, -1]
+        mx.eval(logits)
+        out.append(logits)
+    return out
+
+
+class BatchRunner:
+    """A batch of rows decoded jointly through BatchKVCaches, with filter / extend / merge.
+
+    Each method returns the last-position logits (rows, V) it produced, in current row order.
+    """
+
+    def __init__(self, lm: Any, path: str) -> None:
+        self.lm = lm
+        self.path = path
+        self.cache: list[Any] = []
+
+    def _layers(self) -> int:
+        return len(self.lm.model.layers)
+
+    def _prefill_padded(self, prompts: list[list[int]]) -> tuple[list[Any], Any]:
+        _, batch_cls = cache_classes()
+        width = max(len(p) for p in prompts)
+        padding = [width - len(p) for p in prompts]
+        rows = [[0] * pad + list(p) for pad, p in zip(padding, prompts, strict=True)]
+        cache = [batch_cls(padding) for _ in range(self._layers())]
+        reset_position_state(self.lm)
+        logits = forward(self.lm, _tokens(rows), cache, self.path)[:, -1]
+        mx.eval(logits)
+        return cache, logits
+
+    def prefill(self, prompts: list[list[int]]) -> Any:
+        """Left-pad the prompts and prefill them as one batch."""
+        self.cache, logits = self._prefill_padded(prompts)
+        return logits
+
+    def step(self, tokens: list[int]) -> Any:
+        """Feed one token per row."""
+        logits = forward(self.lm, _tokens([[t] for t in tokens]), self.cache, self.path)[:, -1]
+        mx.eval(logits)
+        return logits
+
+    def filter(self, keep: list[int]) -> None:
+        """Keep only the given row indices (rows that finished leave the batch)."""
+        for layer_cache in self.cache:
+            layer_cache.filter(mx.array(keep, dtype=mx.int32))
+
+    def extend(self, prompt: list[int]) -> Any:
+        """Prefill a new row as its own batch, then append it to the running batch."""
+        new_cache, logits = self._prefill_padded([prompt])
+        for layer_cache, other in zip(self.cache, new_cache, strict=True):
+            layer_cache.extend(other)
+        return logits
+
+    def merge(self, prompts: list[list[int]]) -> Any:
+        """Prefill each prompt alone with plain KVCaches, then merge them into one batch."""
+        kv_cls, batch_cls = cache_classes()
+        per_row: list[list[Any]] = []
+        last: list[Any] = []
+        for prompt in prompts:
+            cache = [kv_cls() for _ in range(self._layers())]
+            reset_position_state(self.lm)
+            last.append(forward(self.lm, _tokens([prompt]), cache, self.path)[0, -1])
+            per_row.append(cache)
+        self.cache = [batch_cls.merge(list(layer)) for layer in zip(*per_row, strict=True)]
+        logits = mx.stack(last)
+        mx.eval(logits)
+        return logits

@@ -1,0 +1,210 @@
+"""Runtime patch so mlx-vlm's GLM-4.6V (glm4v_moe) text model decodes BatchKVCache batches.
+
+Upstream `GLM4VModel.__call__` derives RoPE positions with `mx.arange(cache[0].offset, ...)`.
+A BatchKVCache keeps one offset per row (an array), which `mx.arange` rejects. Taking the
+largest offset runs and even holds while all rows share one padded timeline, but gives rows the
+wrong rotary phase once rows leave (filter), join (extend) or are merged. Up to mlx-vlm 0.4.4
+the body also hands the cache list to a mask helper that expects one cache, so the left-padding
+mask is silently dropped.
+
+The patch gives each row its own positions (`offset[row] + arange(L)`, which keeps them
+consistent through filter, extend and merge, since BatchKVCache moves offsets with the rows)
+and always builds the padding mask from `cache[0]`. It only steps in for batched caches and
+hands everything to the original body as explicit `position_ids` / `mask`, so single-sequence
+calls stay byte-identical. The outer `LanguageModel.__call__` computes its own text positions
+ignoring the padding; when a probe shows that, a second, equally narrow wrapper is installed.
+Each wrapper is installed only where a behavioural probe of the installed code finds it needed.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import importlib.util
+import logging
+from typing import Any
+
+from mlxcompat.patches.status import PatchStatus
+
+logger = logging.getLogger(__name__)
+
+PATCH = "glm4v"
+MARKER = "_mlxcompat_glm4v_batch_patched"
+_ORIGINALS: dict[tuple[type, str], Any] = {}
+_MISSING = object()
+_last_error: str = ""
+
+
+def _language_module() -> Any | None:
+    try:
+        return importlib.import_module("mlx_vlm.models.glm4v_moe.language")
+    except ImportError:
+        return None
+
+
+def _vlm_installed() -> bool:
+    return importlib.util.find_spec("mlx_vlm") is not None
+
+
+def _is_batched(cache: Any) -> bool:
+    """True for a cache list whose first entry keeps per-row offsets (BatchKVCache & co)."""
+    import mlx.core as mx
+
+    if not cache or cache[0] is None:
+        return False
+    offset = getattr(cache[0], "offset", None)
+    return isinstance(offset, mx.array) and offset.ndim >= 1
+
+
+def _row_positions(offset: Any, length: int) -> Any:
+    """(3, B, L) positions: every row continues from its own offset in all three mrope axes."""
+    import mlx.core as mx
+
+    rows = offset.astype(mx.int32)[:, None] + mx.arange(length, dtype=mx.int32)[None]
+    return mx.broadcast_to(rows[None], (3, *rows.shape))
+
+
+def _sequence_length(inputs: Any, inputs_embeds: Any) -> int:
+    return int((inputs_embeds if inputs_embeds is not None else inputs).shape[1])
+
+
+def _inner_wrapper(original: Any) -> Any:
+    @functools.wraps(original)
+    def call(self, inputs, inputs_embeds=None, cache=None, mask=None, position_ids=None):
+        if _is_batched(cache):
+            length = _sequence_length(inputs, inputs_embeds)
+            if position_ids is None:
+                position_ids = _row_positions(cache[0].offset, length)
+            if mask is None and hasattr(cache[0], "make_mask"):
+                mask = cache[0].make_mask(length)
+        kwargs = {"inputs_embeds": inputs_embeds, "mask": mask, "position_ids": position_ids}
+        return original(self, inputs, cache=cache, **kwargs)
+
+    return call
+
+
+def _text_only_rope(model: Any) -> bool:
+    """No multimodal rope deltas are pending, so plain per-row positions are the right ones."""
+    import mlx.core as mx
+
+    deltas = getattr(model, "_rope_deltas", None)
+    return deltas is None or not bool(mx.any(deltas != 0).item())
+
+
+_MEDIA_KWARGS = ("position_ids", "pixel_values", "image_grid_thw", "video_grid_thw", "rope_deltas")
+
+
+def _outer_wrapper(original: Any) -> Any:
+    @functools.wraps(original)
+    def call(self, inputs, inputs_embeds=None, mask=None, cache=None, **kwargs):
+        if (
+            _is_batched(cache)
+            and mask is None
+            and all(kwargs.get(name) is None for name in _MEDIA_KWARGS)
+            and _text_only_rope(self)
+        ):
+            length = _sequence_length(inputs, inputs_embeds)
+            kwargs["position_ids"] = _row_positions(cache[0].offset, length)
+        return original(self, inputs, inputs_embeds=inputs_embeds, mask=mask, cache=cache, **kwargs)
+
+    return call
+
+
+def _install(cls: type, wrapper: Any) -> None:
+    _ORIGINALS[(cls, "__call__")] = cls.__dict__.get("__call__", _MISSING)
+    _ORIGINALS[(cls, MARKER)] = cls.__dict__.get(MARKER, _MISSING)
+    cls.__call__ = wrapper(cls.__call__)
+    setattr(cls, MARKER, True)
+
+
+def _applied_parts(language: Any) -> list[str]:
+    parts = []
+    if language.GLM4VModel.__dict__.get(MARKER):
+        parts.append("inner GLM4VModel.__call__")
+    if language.LanguageModel.__dict__.get(MARKER):
+        parts.append("outer LanguageModel.__call__")
+    return parts
+
+
+def _needed(language: Any) -> list[str]:
+    """Which paths the code installed now gets wrong for batched caches ("inner", "outer")."""
+    from mlxcompat.drivers.glm4v import inner_handles_batches, outer_handles_batches
+
+    lm_cls = language.LanguageModel
+    needed = []
+    if not inner_handles_batches(language.GLM4VModel.__call__):
+        needed.append("inner")
+    if not outer_handles_batches(lm_cls.__call__, lm_cls):
+        needed.append("outer")
+    return needed
+
+
+def patch_glm4v_moe_for_batching() -> bool:
+    """Install the wrappers the installed mlx-vlm needs; True when batching is supported now.
+
+    False when mlx-vlm or its glm4v_moe module is missing. Calling it again is a no-op.
+    """
+    language = _language_module()
+    if language is None:
+        logger.debug("[glm4v] mlx_vlm glm4v_moe is not importable; nothing to patch")
+        return False
+    if _applied_parts(language):
+        return True
+    needed = _needed(language)
+    if "inner" in needed:
+        _install(language.GLM4VModel, _inner_wrapper)
+    if "outer" in needed:
+        _install(language.LanguageModel, _outer_wrapper)
+    return True
+
+
+def unpatch() -> None:
+    """Put back every original object we replaced (by identity) and drop our markers."""
+    global _last_error
+    for (cls, name), original in reversed(list(_ORIGINALS.items())):
+        if original is _MISSING:
+            if name in cls.__dict__:
+                delattr(cls, name)
+        else:
+            setattr(cls, name, original)
+    _ORIGINALS.clear()
+    _last_error = ""
+
+
+def glm4v_patch_status() -> PatchStatus:
+    """Where GLM4V batching stands now, in DESIGN's vocabulary (applies nothing).
+
+    unavailable: mlx-vlm is not importable; not-applicable: this release has no glm4v_moe;
+    applied: our wrappers are installed; skipped: the installed code already batches right;
+    error: the patch raised, or it is needed and not installed.
+    """
+    language = _language_module()
+    if language is None:
+        if not _vlm_installed():
+            return PatchStatus(PATCH, "unavailable", "mlx_vlm is not importable")
+        return PatchStatus(PATCH, "not-applicable", "this mlx-vlm has no glm4v_moe model")
+    if _last_error:
+        return PatchStatus(PATCH, "error", _last_error)
+    parts = _applied_parts(language)
+    if parts:
+        return PatchStatus(PATCH, "applied", "wraps " + " and ".join(parts))
+    needed = _needed(language)
+    if not needed:
+        return PatchStatus(PATCH, "skipped", "installed GLM4V code already batches correctly")
+    wrong = " and ".join(needed)
+    return PatchStatus(PATCH, "error", f"{wrong} path mishandles BatchKVCache; patch not applied")
+
+
+def ensure_glm4v_support() -> PatchStatus:
+    """Apply the patch where needed and return (and log) the resulting status."""
+    global _last_error
+    try:
+        patch_glm4v_moe_for_batching()
+        _last_error = ""
+    except Exception as exc:
+        from mlxcompat.results import describe_exception
+
+        _last_error = describe_exception(exc)
+    status = glm4v_patch_status()
+    logger.info("[glm4v] %s: %s", status.status, status.detail)
+    return status
