@@ -1,129 +1,112 @@
-"""`mlxcompat run | list`: thin wrappers around the compat pytest suite and the registries."""
+"""`mlxcompat run | list`: thin wrappers around the compat pytest suite and matrix.yaml."""
 
 from __future__ import annotations
 
 import argparse
-import os
-import subprocess
+import json
 import sys
-import tempfile
-import time
-from collections import Counter
 from pathlib import Path
-from typing import Any
 
-from mlxcompat.results import empty_cell, write_json_atomic
+from mlxcompat.matrix import Matrix, MatrixError, load_matrix
 
-DEFAULT_SUBJECTS = ("none", "mlxcompat", "vllm-mlx", "vllm-mlx-legacy")
-
-
-def compat_tests_dir() -> Path:
-    """tests/compat of this checkout (editable install) or of the current directory."""
-    here = Path(__file__).resolve().parents[2] / "tests" / "compat"
-    return here if here.is_dir() else Path.cwd() / "tests" / "compat"
+ROOT = Path(__file__).resolve().parents[2]
 
 
-def _run_subject(subject: str, args: argparse.Namespace, part: Path) -> tuple[int, float]:
-    cmd = [
-        sys.executable, "-m", "pytest", str(args.tests), "-p", "mlxcompat.plugin",
-        "-p", "no:cacheprovider", "-q", "-rN", "--no-header",
-        f"--mlxcompat-subject={subject}", f"--mlxcompat-out={part}",
-        f"--mlxcompat-cell={args.cell}", f"--mlxcompat-tolerance={args.tolerance}",
-    ]
-    if args.models:
-        cmd.append(f"--mlxcompat-models={args.models}")
-    cmd += args.pytest_args
-    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    start = time.perf_counter()
-    proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          text=True, check=False)
-    for line in proc.stdout.splitlines():
-        if line.startswith("[mlxcompat]"):
-            print(line, flush=True)
-    return proc.returncode, time.perf_counter() - start
+def _default(name: str) -> Path:
+    """A file of this checkout (editable install), else of the current directory."""
+    here = ROOT / name
+    return here if here.exists() else Path.cwd() / name
 
 
-def _crash_result(subject: str, code: int) -> dict[str, Any]:
-    how = f"signal {-code}" if code < 0 else f"exit code {code}"
-    return {"check": "run", "verdict": "error", "mode": "", "model": "", "subject": subject,
-            "expected": None, "metrics": {"returncode": code}, "seconds": 0.0,
-            "detail": f"subject process ended abnormally ({how}) before writing any result"}
+def _pick(value: str, fallback: tuple[str, ...], known: dict | tuple, what: str) -> list[str]:
+    names = [v for v in value.split(",") if v] if value else list(fallback)
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise MatrixError(f"unknown {what} {', '.join(unknown)}; known: {', '.join(known)}")
+    return names
 
 
-def merge_parts(cell: str, parts: list[tuple[str, int, dict[str, Any] | None]]) -> dict[str, Any]:
-    """One cell document from the per-subject documents (crashed subjects become errors)."""
-    doc = empty_cell(cell)
-    for subject, code, part in parts:
-        if part is None:
-            doc["results"].append(_crash_result(subject, code))
-            continue
-        doc["env"] = doc["env"] or part.get("env", {})
-        doc["results"] += part.get("results", [])
-        doc["patches"] += part.get("patches", [])
-        doc["bench"] += part.get("bench", [])
-        if code < 0:
-            doc["results"].append(_crash_result(subject, code) | {
-                "detail": f"subject process killed by signal {-code}; results before it kept"})
-    return doc
+def cmd_run(args: argparse.Namespace, matrix: Matrix) -> int:
+    """Run the compat checks here, one process per subject, and write one cell JSON."""
+    from mlxcompat.matrix import KNOWN_MODELS
+    from mlxcompat.runner import RunOptions, run_cell, summary_line
 
-
-def cmd_run(args: argparse.Namespace) -> int:
-    """Run the compat suite once per subject (own process each) and write one cell JSON."""
-    import json
-
-    out = Path(args.out)
-    parts = []
-    with tempfile.TemporaryDirectory(prefix="mlxcompat-") as tmp:
-        for subject in args.subjects.split(","):
-            part = Path(tmp) / f"{subject}.json"
-            print(f"[mlxcompat] {args.cell}: subject {subject} ...", flush=True)
-            code, seconds = _run_subject(subject, args, part)
-            doc = json.loads(part.read_text()) if part.exists() else None
-            parts.append((subject, code, doc))
-            print(f"[mlxcompat] {args.cell}: subject {subject} done in {seconds:.1f}s", flush=True)
-    cell = merge_parts(args.cell, parts)
+    cell = next((c for c in matrix.cells if c.id == args.cell), None)
+    subjects = _pick(args.subjects, cell.subjects if cell else tuple(matrix.subjects),
+                     matrix.subjects, "subject")
+    models = _pick(args.models, cell.models if cell else KNOWN_MODELS, KNOWN_MODELS, "model")
+    install = None
     if args.install_json and Path(args.install_json).exists():
-        cell["install"] = json.loads(Path(args.install_json).read_text())
-    write_json_atomic(out, cell)
-    counts = Counter(r["verdict"] for r in cell["results"])
-    summary = " ".join(f"{v}={counts.get(v, 0)}" for v in ("pass", "fail", "error", "skip"))
-    print(f"[mlxcompat] {args.cell}: {summary} -> {out}", flush=True)
+        install = json.loads(Path(args.install_json).read_text())
+    opts = RunOptions(
+        cell=args.cell, out=Path(args.out or f"reports/raw/{args.cell}.json"),
+        subjects=[matrix.subjects[s] for s in subjects], models=models,
+        tolerance=args.tolerance or float(matrix.settings["tolerance"]),
+        timeout_s=args.timeout or (cell.timeout_s if cell else matrix.settings["timeout_s"]),
+        tests=args.tests, subject_dir=args.subject_dir, install=install,
+        pytest_args=tuple(args.pytest_args),
+    )
+    doc = run_cell(opts, matrix)
+    print(f"[mlxcompat] {summary_line(doc)} -> {opts.out}", flush=True)
     return 0
 
 
-def cmd_list(_: argparse.Namespace) -> int:
-    from mlxcompat.checks.glm4v import GLM4V_PATHS, GLM4V_SCENARIOS
-    from mlxcompat.checks.parity import MODES
-    from mlxcompat.models import MODELS
-    from mlxcompat.subjects import BUILTIN_SUBJECTS
+def cmd_report(args: argparse.Namespace, matrix: Matrix) -> int:
+    """Summarise reports/raw: one line per cell, problems with input files on stderr."""
+    from mlxcompat.report.load import load_cells
+    from mlxcompat.runner import summary_line
 
-    print("models:   " + ", ".join(MODELS))
-    print("modes:    " + ", ".join(MODES))
-    print("glm4v:    " + ", ".join(f"{s}/{p}" for s in GLM4V_SCENARIOS for p in GLM4V_PATHS))
-    print("subjects: " + ", ".join(BUILTIN_SUBJECTS))
+    loaded = load_cells(args.raw)
+    for problem in loaded.problems:
+        print(f"mlxcompat report: {problem}", file=sys.stderr)
+    for doc in loaded.cells:
+        install = doc.get("install", {})
+        seconds = install.get("seconds")
+        took = f" {seconds}s" if seconds is not None else ""
+        print(f"[mlxcompat] {summary_line(doc)} | install {install.get('status', '?')}{took}")
+    return 0
+
+
+def cmd_list(_: argparse.Namespace, matrix: Matrix) -> int:
+    for c in matrix.cells:
+        pins = " ".join(f"{k}=={v}" for k, v in c.pins.items())
+        tags = f" [{', '.join(c.tags)}]" if c.tags else ""
+        print(f"{c.id:<16} {pins}{tags}")
+    print("subjects: " + ", ".join(matrix.subjects))
     return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="mlxcompat", description=__doc__)
+    parser.add_argument("--matrix", type=Path, default=_default("matrix.yaml"))
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="run the compat checks in this environment")
-    run.add_argument("--out", default="reports/raw/local.json", help="cell JSON to write")
-    run.add_argument("--cell", default="local", help="cell id recorded in the JSON")
-    run.add_argument("--subjects", default=",".join(DEFAULT_SUBJECTS))
-    run.add_argument("--models", default="", help="comma list (default: all)")
-    run.add_argument("--tolerance", type=float, default=1e-4)
-    run.add_argument("--tests", type=Path, default=compat_tests_dir())
+    run.add_argument("--cell", default="local", help="cell id (a matrix cell picks its defaults)")
+    run.add_argument("--out", default=None, help="cell JSON (default reports/raw/<cell>.json)")
+    run.add_argument("--subjects", default="", help="comma list (default: the cell's)")
+    run.add_argument("--models", default="", help="comma list (default: the cell's)")
+    run.add_argument("--tolerance", type=float, default=None)
+    run.add_argument("--timeout", type=float, default=None, help="seconds for the whole cell")
+    run.add_argument("--tests", type=Path, default=_default("tests/compat"))
+    run.add_argument("--subject-dir", type=Path, default=None,
+                     help="folder with one sub-folder per installed subject")
     run.add_argument("--install-json", default=None, help="install record to embed")
     run.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
     run.set_defaults(func=cmd_run)
-    sub.add_parser("list", help="list models, modes and subjects").set_defaults(func=cmd_list)
+    report = sub.add_parser("report", help="aggregate reports/raw/*.json")
+    report.add_argument("--raw", type=Path, default=Path("reports/raw"))
+    report.set_defaults(func=cmd_report)
+    sub.add_parser("list", help="list cells and subjects").set_defaults(func=cmd_list)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return int(args.func(args))
+    try:
+        return int(args.func(args, load_matrix(args.matrix)))
+    except MatrixError as exc:
+        print(f"mlxcompat: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ cell document is rewritten atomically after every test, so a crash keeps what ra
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -14,14 +15,16 @@ from typing import Any
 
 import pytest
 
-from mlxcompat.results import CheckResult, empty_cell, write_json_atomic
+from mlxcompat.results import VERDICTS, CheckResult, empty_cell, write_json_atomic
 
 _KEY = pytest.StashKey[dict[str, Any]]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("mlxcompat")
-    group.addoption("--mlxcompat-subject", default="none", help="subject whose patches to apply")
+    group.addoption("--mlxcompat-subject", default="none", help="subject name to record")
+    group.addoption("--mlxcompat-entry-points", default="{}",
+                    help='JSON {"role": "module:function"} of the subject')
     group.addoption("--mlxcompat-out", default=None, help="where to write this run's JSON")
     group.addoption("--mlxcompat-cell", default="local", help="cell id recorded in the JSON")
     group.addoption("--mlxcompat-tolerance", type=float, default=1e-4, help="max |Δ logprob|")
@@ -29,12 +32,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    from mlxcompat.subjects import BUILTIN_SUBJECTS, Subject
-
-    name = config.getoption("--mlxcompat-subject")
-    subject = BUILTIN_SUBJECTS.get(name) or Subject(name)
-    doc = empty_cell(config.getoption("--mlxcompat-cell"))
-    config.stash[_KEY] = {"doc": doc, "subject": subject, "counts": {}}
+    config.stash[_KEY] = {
+        "doc": empty_cell(config.getoption("--mlxcompat-cell")),
+        "subject": config.getoption("--mlxcompat-subject"),
+        "entry_points": json.loads(config.getoption("--mlxcompat-entry-points")),
+        "counts": {},
+        "total": Counter(),
+        "group": None,
+    }
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
@@ -43,13 +48,12 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
     state = session.config.stash[_KEY]
     state["doc"]["env"] = describe_environment()
-    state["doc"]["patches"] = apply_subject(state["subject"])
-    rows = state["doc"]["patches"]
+    rows = apply_subject(state["subject"], state["entry_points"])
+    state["doc"]["patches"] = rows
     missing = rows and all(r["status"] == "unavailable" for r in rows)
-    state["unavailable"] = (
-        f"subject {state['subject'].name} is not importable here: {rows[0]['detail']}"
-        if missing else None
-    )
+    state["unavailable"] = None
+    if missing:
+        state["unavailable"] = f"subject {state['subject']} not installed here: {rows[0]['detail']}"
     _save(session.config)
 
 
@@ -59,9 +63,36 @@ def _save(config: pytest.Config) -> None:
         write_json_atomic(Path(out), config.stash[_KEY]["doc"])
 
 
+def _line(state: dict[str, Any], text: str) -> None:
+    print(f"\n[mlxcompat] {state['doc']['cell']} {state['subject']}: {text}", flush=True)
+
+
+def _counts(counter: Counter) -> str:
+    return " ".join(f"{v}={counter.get(v, 0)}" for v in VERDICTS)
+
+
+def _flush_group(state: dict[str, Any]) -> None:
+    """One progress line per finished (check, model) group, with running totals."""
+    if state["group"] is None:
+        return
+    check, model = state["group"]
+    group = state["counts"][check][model]
+    _line(state, f"{check} {model or '-'}: {_counts(group)} | total {_counts(state['total'])}")
+    state["group"] = None
+
+
+def _note(state: dict[str, Any], result: CheckResult) -> None:
+    if state["group"] not in (None, (result.check, result.model)):
+        _flush_group(state)
+    state["group"] = (result.check, result.model)
+    state["counts"].setdefault(result.check, {}).setdefault(result.model, Counter())
+    state["counts"][result.check][result.model][result.verdict] += 1
+    state["total"][result.verdict] += 1
+
+
 @pytest.fixture(scope="session")
 def subject_name(request: pytest.FixtureRequest) -> str:
-    return request.config.stash[_KEY]["subject"].name
+    return request.config.stash[_KEY]["subject"]
 
 
 @pytest.fixture(scope="session")
@@ -76,7 +107,7 @@ def record(request: pytest.FixtureRequest) -> Callable[[CheckResult], None]:
 
     def _record(result: CheckResult) -> None:
         state["doc"]["results"].append(result.to_json())
-        state["counts"].setdefault(result.check, Counter())[result.verdict] += 1
+        _note(state, result)
         _save(request.config)
         if result.verdict == "skip":
             pytest.skip(result.detail)
@@ -84,7 +115,7 @@ def record(request: pytest.FixtureRequest) -> Callable[[CheckResult], None]:
             pytest.fail(f"{result.verdict}: {result.detail}", pytrace=False)
 
     if state.get("unavailable"):
-        _record(_skipped_here(request, state["subject"].name, state["unavailable"]))
+        _record(_skipped_here(request, state["subject"], state["unavailable"]))
     return _record
 
 
@@ -121,13 +152,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items[:] = keep
 
 
-def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
-    state = config.stash[_KEY]
-    subject = state["subject"].name
-    for check, counts in sorted(state["counts"].items()):
-        parts = " ".join(f"{v}={counts.get(v, 0)}" for v in ("pass", "fail", "error", "skip"))
-        terminalreporter.write_line(f"[mlxcompat] {subject:>16} {check:<15} {parts}")
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    state = session.config.stash[_KEY]
+    _flush_group(state)
     for row in state["doc"]["patches"]:
-        terminalreporter.write_line(
-            f"[mlxcompat] {subject:>16} patch {row['patch']}: {row['status']} ({row['detail']})"
-        )
+        _line(state, f"patch {row['patch']}: {row['status']} ({row['detail']})")

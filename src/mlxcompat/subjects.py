@@ -1,50 +1,19 @@
-"""Subjects: whose patches are active in a run. Each runs in its own process.
+"""Apply a subject's patch entry points in this process and observe what each one did.
 
-A subject maps patch roles (`mamba`, `mamba-legacy`, `glm4v`) to `module:function` entry
-points. The status of a call is taken from what it returned when that is a status object
-(ours), and otherwise inferred from which patch targets it replaced.
+Subjects are declared in matrix.yaml (name -> role -> `module:function`). The status of a
+call is taken from what it returned when that is a status object (ours), and otherwise
+inferred from which patch targets it replaced, since upstream entry points return nothing
+useful.
 """
 
 from __future__ import annotations
 
 import importlib
 import logging
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from typing import Any
 
 from mlxcompat.drivers import targets
-
-
-@dataclass(frozen=True)
-class Subject:
-    """A named set of patch entry points, and how to install the package that holds them."""
-
-    name: str
-    entry_points: dict[str, str] = field(default_factory=dict)
-    install: str | None = None
-
-
-BUILTIN_SUBJECTS: dict[str, Subject] = {
-    "none": Subject("none"),
-    "mlxcompat": Subject(
-        "mlxcompat",
-        {
-            "mamba": "mlxcompat.patches.mamba_cache:ensure_mamba_support",
-            "glm4v": "mlxcompat.patches.glm4v_moe:ensure_glm4v_support",
-        },
-    ),
-    "vllm-mlx": Subject(
-        "vllm-mlx",
-        {
-            "mamba": "vllm_mlx.utils.mamba_cache:ensure_mamba_support",
-            "glm4v": "vllm_mlx.patches.glm4v_moe_mllm:patch_glm4v_moe_for_batching",
-        },
-    ),
-    "vllm-mlx-legacy": Subject(
-        "vllm-mlx-legacy",
-        {"mamba-legacy": "vllm_mlx.utils.mamba_cache:patch_mlx_lm_for_mamba"},
-    ),
-}
 
 
 class _Capture(logging.Handler):
@@ -59,6 +28,14 @@ class _Capture(logging.Handler):
 def _load(entry_point: str) -> Any:
     module, _, func = entry_point.partition(":")
     return getattr(importlib.import_module(module), func)
+
+
+def _package_missing(exc: Exception, entry_point: str) -> bool:
+    """The subject's package is not installed, as opposed to its module failing to import."""
+    top = entry_point.split(".", 1)[0].split(":", 1)[0]
+    return isinstance(exc, ModuleNotFoundError) and exc.name is not None and (
+        exc.name == top or exc.name.startswith(top + ".")
+    )
 
 
 def _infer(returned: Any, replaced: list[str], had_targets: bool) -> tuple[str, str]:
@@ -85,14 +62,10 @@ def apply_entry_point(subject: str, role: str, entry_point: str) -> dict[str, An
     root.setLevel(logging.DEBUG)
     try:
         func = _load(entry_point)
-    except (ImportError, AttributeError) as exc:
-        root.removeHandler(capture)
-        root.setLevel(old_level)
-        return {**row, "status": "unavailable", "detail": f"{type(exc).__name__}: {exc}"}
-    try:
         returned = func()
     except Exception as exc:
-        return {**row, "status": "error", "detail": f"{type(exc).__name__}: {exc}"}
+        status = "unavailable" if _package_missing(exc, entry_point) else "error"
+        return {**row, "status": status, "detail": f"{type(exc).__name__}: {exc}"}
     finally:
         root.removeHandler(capture)
         root.setLevel(old_level)
@@ -108,6 +81,6 @@ def apply_entry_point(subject: str, role: str, entry_point: str) -> dict[str, An
     }
 
 
-def apply_subject(subject: Subject) -> list[dict[str, Any]]:
-    """Activate every entry point of `subject` in this process, in declaration order."""
-    return [apply_entry_point(subject.name, r, ep) for r, ep in subject.entry_points.items()]
+def apply_subject(name: str, entry_points: Mapping[str, str]) -> list[dict[str, Any]]:
+    """Activate every entry point of subject `name` in this process, in declaration order."""
+    return [apply_entry_point(name, role, ep) for role, ep in entry_points.items()]

@@ -55,8 +55,3 @@ def test_replacement_is_observed_by_identity(monkeypatch):
     row = subjects.apply_entry_point("s", "fake", "fake_target_module:patcher")
     assert row["status"] == "applied"
     assert "fake_target_module:Holder.target" in row["detail"]
-
-
-def test_builtin_subjects_name_their_roles():
-    assert subjects.BUILTIN_SUBJECTS["none"].entry_points == {}
-    assert set(subjects.BUILTIN_SUBJECTS["mlxcompat"].entry_points) == {"mamba", "glm4v"}

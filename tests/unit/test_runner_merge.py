@@ -1,4 +1,4 @@
-from mlxcompat.cli import merge_parts
+from mlxcompat.runner import merge_parts
 
 
 def _part(subject, verdicts):
@@ -16,6 +16,12 @@ def test_parts_are_concatenated_in_subject_order():
     assert [r["subject"] for r in doc["results"]] == ["none", "mlxcompat", "mlxcompat"]
     assert len(doc["patches"]) == 2
     assert doc["env"] == {"python": "3.11"}
+
+
+def test_timed_out_subject_becomes_an_error_naming_the_budget():
+    doc = merge_parts("c", [("none", None, _part("none", ["pass"]))], budget=60)
+    assert [r["verdict"] for r in doc["results"]] == ["pass", "error"]
+    assert "60s budget" in doc["results"][-1]["detail"]
 
 
 def test_crashed_subject_without_file_becomes_an_error():

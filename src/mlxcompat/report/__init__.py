@@ -1,0 +1,1 @@
+"""Turn reports/raw/*.json into the compatibility report (imports no mlx)."""
