@@ -1,0 +1,136 @@
+"""matrix.yaml validation: each kind of mistake gives one line naming the key path."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+import yaml
+
+from mlxcompat.matrix import MatrixError, load_matrix, parse_matrix
+
+ROOT = Path(__file__).resolve().parents[2]
+
+BASE = {
+    "schema": 1,
+    "mlx_requirement": {"linux": "mlx[cpu]=={v}", "darwin": "mlx=={v}"},
+    "subjects": {"none": {}, "mine": {"entry_points": {"mamba": "pkg.mod:fn"}}},
+    "cells": [{"mlx-lm": "0.32.2", "mlx": "0.32.2"}],
+    "expectations": [],
+}
+
+
+def _with(path: str, value: object) -> dict:
+    doc = copy.deepcopy(BASE)
+    *parents, last = path.split("/")
+    node = doc
+    for part in parents:
+        node = node[int(part)] if isinstance(node, list) else node[part]
+    node[last if isinstance(node, dict) else int(last)] = value
+    return doc
+
+
+def _error(doc: dict) -> str:
+    with pytest.raises(MatrixError) as info:
+        parse_matrix(doc)
+    message = str(info.value)
+    assert "\n" not in message
+    return message
+
+
+def test_the_project_matrix_is_valid_and_has_every_kind_of_cell() -> None:
+    matrix = load_matrix(ROOT / "matrix.yaml")
+    ids = [c.id for c in matrix.cells]
+    assert "mlx-lm-0.28.0" in ids and "mlx-vlm-0.7.10" in ids
+    assert len(ids) == len(set(ids))
+    assert {c.id for c in matrix.cells if "quick" in c.tags} >= {"mlx-lm-0.32.2"}
+
+
+def test_minimal_document_parses_with_defaults() -> None:
+    matrix = parse_matrix(BASE)
+    (cell,) = matrix.cells
+    assert cell.id == "mlx-lm-0.32.2"
+    assert cell.requirements(matrix.mlx_template("linux")) == ["mlx-lm==0.32.2", "mlx[cpu]==0.32.2"]
+    assert cell.requirements(matrix.mlx_template("darwin"))[-1] == "mlx==0.32.2"
+
+
+def test_unknown_key_names_path_and_allowed_keys() -> None:
+    msg = _error(_with("cells/0/mlx_lm", "0.32.2"))
+    assert "cells[0].mlx_lm: unknown key; allowed:" in msg
+    assert "mlx-lm" in msg
+
+
+def test_bad_version() -> None:
+    assert "cells[0].mlx: 'latest' is not a valid version" in _error(_with("cells/0/mlx", "latest"))
+
+
+def test_missing_pin() -> None:
+    doc = copy.deepcopy(BASE)
+    del doc["cells"][0]["mlx"]
+    assert "cells[0].mlx: missing pin" in _error(doc)
+
+
+def test_duplicate_cell_id() -> None:
+    doc = copy.deepcopy(BASE)
+    doc["cells"].append({"mlx-lm": "0.32.2", "mlx": "0.32.4"})
+    assert "cells[1].id: duplicate cell id 'mlx-lm-0.32.2' (also cells[0])" in _error(doc)
+
+
+def test_unknown_model() -> None:
+    msg = _error(_with("cells/0/models", ["llama", "gpt2"]))
+    assert "cells[0].models[1]: unknown model 'gpt2'; known:" in msg
+
+
+def test_unknown_subject() -> None:
+    msg = _error(_with("cells/0/subjects", ["nobody"]))
+    assert "cells[0].subjects[0]: unknown subject 'nobody'" in msg
+
+
+def test_unknown_check() -> None:
+    assert "checks[0]: unknown check 'speed'" in _error(_with("checks", ["speed"]))
+
+
+def test_bad_specifier_in_expectation() -> None:
+    exp = {"match": {"mlx-lm": "=>0.30"}, "verdict": "fail", "reason": "r"}
+    msg = _error(_with("expectations", [exp]))
+    assert "expectations[0].match.mlx-lm: '=>0.30' is not a version specifier" in msg
+
+
+def test_expectation_needs_reason_and_known_verdict() -> None:
+    no_reason = {"match": {"model": "mamba"}, "verdict": "fail"}
+    assert "expectations[0].reason" in _error(_with("expectations", [no_reason]))
+    bad = {"match": {"model": "mamba"}, "verdict": "broken", "reason": "r"}
+    assert "expectations[0].verdict: 'broken'; allowed" in _error(_with("expectations", [bad]))
+
+
+def test_entry_point_shape() -> None:
+    msg = _error(_with("subjects/mine/entry_points/mamba", "pkg.mod.fn"))
+    assert "entry_points.mamba: 'pkg.mod.fn' is not of the form module:function" in msg
+
+
+def test_unknown_role() -> None:
+    msg = _error(_with("subjects/mine/entry_points", {"speedup": "a:b"}))
+    assert "subjects.mine.entry_points.speedup: unknown key" in msg
+
+
+def test_invalid_yaml_file(tmp_path: Path) -> None:
+    bad = tmp_path / "m.yaml"
+    bad.write_text("cells: [\n")
+    with pytest.raises(MatrixError, match="not valid YAML"):
+        load_matrix(bad)
+
+
+def test_expectation_matching_by_specifier_and_pattern() -> None:
+    exp = {"match": {"check": "parity", "model": "mamba*", "mlx-lm": ">=0.30.4"},
+           "verdict": "fail", "reason": "Mamba v1 ignores padding masks"}
+    matrix = parse_matrix(_with("expectations", [exp]))
+    result = {"check": "parity", "model": "mamba", "mode": "fresh", "subject": "none"}
+    assert matrix.expectation_for(result, "c", {"mlx-lm": "0.32.2"}) is not None
+    assert matrix.expectation_for(result, "c", {"mlx-lm": "0.29.1"}) is None
+    assert matrix.expectation_for({**result, "model": "llama"}, "c", {"mlx-lm": "0.32.2"}) is None
+
+
+def test_round_trip_of_project_matrix_through_yaml() -> None:
+    data = yaml.safe_load((ROOT / "matrix.yaml").read_text())
+    assert parse_matrix(data).cells == load_matrix(ROOT / "matrix.yaml").cells
