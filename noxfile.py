@@ -104,8 +104,8 @@ def matrix(session: nox.Session, cell: str) -> None:
 
 @nox.session(python=MATRIX.settings["python"])
 def report(session: nox.Session) -> None:
-    """Aggregate reports/raw/*.json: one line per cell (runs after every matrix cell)."""
-    session.install("-e", ".")
+    """compat.{json,md,html} from reports/raw, diffed against the baseline (after every cell)."""
+    session.install("-e", ".[report]")
     session.run("mlxcompat", "--matrix", str(MATRIX_FILE), "report", "--raw", str(RAW),
                 *session.posargs)
 

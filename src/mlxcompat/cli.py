@@ -52,19 +52,19 @@ def cmd_run(args: argparse.Namespace, matrix: Matrix) -> int:
 
 
 def cmd_report(args: argparse.Namespace, matrix: Matrix) -> int:
-    """Summarise reports/raw: one line per cell, problems with input files on stderr."""
+    """Aggregate reports/raw into compat.{json,md,html}; non-zero only for what is new."""
+    from mlxcompat.report.build import ReportPaths, build_report
     from mlxcompat.report.load import load_cells
     from mlxcompat.runner import summary_line
 
-    loaded = load_cells(args.raw)
-    for problem in loaded.problems:
-        print(f"mlxcompat report: {problem}", file=sys.stderr)
-    for doc in loaded.cells:
+    paths = ReportPaths.under(args.raw, args.out)
+    for doc in load_cells(args.raw).cells:
         install = doc.get("install", {})
-        seconds = install.get("seconds")
-        took = f" {seconds}s" if seconds is not None else ""
+        took = f" {install['seconds']}s" if install.get("seconds") is not None else ""
         print(f"[mlxcompat] {summary_line(doc)} | install {install.get('status', '?')}{took}")
-    return 0
+    code, line = build_report(paths, matrix, accept=args.accept, html=not args.no_html)
+    print(line)
+    return code
 
 
 def cmd_list(_: argparse.Namespace, matrix: Matrix) -> int:
@@ -95,6 +95,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.set_defaults(func=cmd_run)
     report = sub.add_parser("report", help="aggregate reports/raw/*.json")
     report.add_argument("--raw", type=Path, default=Path("reports/raw"))
+    report.add_argument("--out", type=Path, default=None, help="default: the folder above --raw")
+    report.add_argument("--accept", action="store_true", help="promote this report to baseline")
+    report.add_argument("--no-html", action="store_true", help="skip compat.html (no jinja2)")
     report.set_defaults(func=cmd_report)
     sub.add_parser("list", help="list cells and subjects").set_defaults(func=cmd_list)
     return parser

@@ -12,6 +12,7 @@ from typing import Any
 import mlx.core as mx
 
 from mlxcompat.drivers.capabilities import cache_module, generate_module
+from mlxcompat.results import SkipCheck
 
 
 def prefill_alone(model: Any, prompt: Sequence[int]) -> tuple[list[Any], int]:
@@ -24,7 +25,10 @@ def prefill_alone(model: Any, prompt: Sequence[int]) -> tuple[list[Any], int]:
 
 def merge_rows(rows: Sequence[list[Any]]) -> list[Any]:
     """Per-row caches -> one batch cache, through the generator's own `_merge_caches`."""
-    return list(generate_module()._merge_caches([list(r) for r in rows]))
+    merge = getattr(generate_module(), "_merge_caches", None)
+    if merge is None:
+        raise SkipCheck("this mlx-lm has no _merge_caches: batch caches cannot be merged")
+    return list(merge([list(r) for r in rows]))
 
 
 def extract_rows(batch_cache: Sequence[Any], batch_size: int) -> list[list[Any]]:

@@ -6,6 +6,7 @@ Every call-shape difference between releases (keyword-only constructor, list vs 
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -14,6 +15,7 @@ import mlx.core as mx
 import numpy as np
 
 from mlxcompat.drivers.capabilities import cache_module, generate_module
+from mlxcompat.results import SkipCheck
 
 MAX_STEPS = 10_000
 
@@ -80,13 +82,14 @@ def new_batch_generator(model: Any, max_batch: int = 64, **kwargs: Any) -> Any:
 
 def insert_rows(generator: Any, model: Any, rows: Sequence[Row]) -> list[int]:
     """Insert rows with per-row max_tokens (always a list) and history caches where given."""
-    caches = None
+    kwargs: dict[str, Any] = {"max_tokens": [r.max_tokens for r in rows]}
     if any(r.history for r in rows):
-        caches = [make_history_cache(model, r.history) if r.history else None for r in rows]
-    uids = generator.insert(
-        [list(r.prompt) for r in rows], max_tokens=[r.max_tokens for r in rows], caches=caches
-    )
-    return list(uids)
+        if "caches" not in inspect.signature(generator.insert).parameters:
+            raise SkipCheck("this BatchGenerator.insert takes no prompt caches (no history)")
+        kwargs["caches"] = [
+            make_history_cache(model, r.history) if r.history else None for r in rows
+        ]
+    return list(generator.insert([list(r.prompt) for r in rows], **kwargs))
 
 
 def step(generator: Any) -> list[Any]:

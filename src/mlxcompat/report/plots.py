@@ -1,0 +1,104 @@
+"""Plots for the HTML report (matplotlib, Agg backend), returned as base64 PNGs."""
+
+from __future__ import annotations
+
+import base64
+import io
+from collections import defaultdict
+from typing import Any
+
+from mlxcompat.report.tables import GLYPH, bench_rows, column_label
+
+COLORS = {"pass": "#2e7d32", "fail": "#c62828", "error": "#6a1b9a", "skip": "#9e9e9e"}
+
+
+def _png(fig: Any) -> str:
+    import matplotlib.pyplot as plt
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
+    plt.close(fig)
+    return base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def _figure(width: float = 9.0, height: float = 3.6) -> tuple[Any, Any]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt.subplots(figsize=(width, height))
+
+
+def verdicts_per_release(report: dict[str, Any]) -> str:
+    fig, ax = _figure()
+    labels = [column_label(c) for c in report["cells"]]
+    bottom = [0] * len(labels)
+    for verdict in GLYPH:
+        counts = [sum(1 for r in report["results"] if r["cell"] == c["cell"]
+                      and r["verdict"] == verdict) for c in report["cells"]]
+        ax.bar(labels, counts, bottom=bottom, label=verdict, color=COLORS[verdict])
+        bottom = [b + n for b, n in zip(bottom, counts, strict=True)]
+    ax.set_ylabel("results")
+    ax.set_title("Verdicts per release")
+    ax.tick_params(axis="x", rotation=60)
+    ax.legend(ncols=4, fontsize=8)
+    return _png(fig)
+
+
+def tok_s_per_release(report: dict[str, Any]) -> str | None:
+    """Generation tok/s of subject `none` at each model's largest batch, per release."""
+    rows = [b for b in bench_rows(report) if b.get("subject") == "none" and b["mean"]
+            and not b.get("label")]
+    if not rows:
+        return None
+    series: dict[tuple[str, str], dict[str, tuple[int, float]]] = defaultdict(dict)
+    for b in rows:
+        key = (b["model"], b.get("backend", "cpu"))
+        best = series[key].get(b["release"])
+        if best is None or b["batch"] >= best[0]:
+            series[key][b["release"]] = (b["batch"], b["mean"])
+    order = list(dict.fromkeys(b["release"] for b in rows))
+    fig, ax = _figure()
+    for (model, backend), points in sorted(series.items()):
+        xs = [r for r in order if r in points]
+        ax.plot(xs, [points[r][1] for r in xs], marker="o", label=f"{model} ({backend})")
+    ax.set_ylabel("generation tok/s")
+    ax.set_title("Generation throughput per release (largest batch, no patch)")
+    ax.tick_params(axis="x", rotation=60)
+    ax.legend(fontsize=8)
+    return _png(fig)
+
+
+def speedup_per_batch(report: dict[str, Any]) -> str | None:
+    """Batched / sequential speedup against batch size, per model and backend (subject none)."""
+    rows = [b for b in bench_rows(report) if b.get("subject") == "none"
+            and isinstance(b.get("speedup"), int | float) and not b.get("label")]
+    if not rows:
+        return None
+    latest: dict[tuple[str, str], str] = {}
+    for b in rows:
+        latest[(b["model"], b.get("backend", "cpu"))] = b["cell"]
+    fig, ax = _figure()
+    for (model, backend), cell in sorted(latest.items()):
+        pts = sorted((b["batch"], b["speedup"]) for b in rows
+                     if b["cell"] == cell and b["model"] == model)
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o",
+                label=f"{model} ({backend}, {cell})")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("batch size")
+    ax.set_ylabel("speedup over sequential")
+    ax.set_title("Batching speedup per batch size")
+    ax.legend(fontsize=8)
+    return _png(fig)
+
+
+def all_plots(report: dict[str, Any]) -> list[tuple[str, str]]:
+    """(title, base64 PNG) for every plot that has data."""
+    plots = [("Verdicts per release", verdicts_per_release(report))]
+    for title, fn in (("Throughput per release", tok_s_per_release),
+                      ("Speedup per batch size", speedup_per_batch)):
+        png = fn(report)
+        if png:
+            plots.append((title, png))
+    return plots
