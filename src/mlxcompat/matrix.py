@@ -24,7 +24,12 @@ PINNED = ("mlx-lm", "mlx", "mlx-vlm")
 
 _TOP = {"schema", "settings", "mlx_requirement", "subjects", "models", "checks", "defaults",
         "cells", "expectations"}
-_SETTINGS = {"python": "3.11", "timeout_s": 1200, "tolerance": 1e-4, "throughput_threshold": 0.2}
+_SETTINGS = {"python": "3.11", "timeout_s": 1200, "tolerance": 1e-4, "throughput_threshold": 0.2,
+             "bench": {}}
+_BENCH_KEYS = {"default", "models", "profiles"}
+_PROFILE_KEYS = {"batches", "rounds", "warmup", "prompt_tokens", "gen_tokens"}
+DEFAULT_PROFILE = {"batches": [1, 4, 8, 16], "rounds": 5, "warmup": 2, "prompt_tokens": 32,
+                   "gen_tokens": 64}
 _SUBJECT_KEYS = {"description", "install", "entry_points"}
 _CELL_KEYS = {"id", *PINNED, "models", "subjects", "tags", "timeout_s"}
 _MATCH_KEYS = {"check", "model", "mode", "subject", "cell", "mlx-lm", "mlx-vlm", "mlx"}
@@ -97,6 +102,18 @@ class Matrix:
         key = "darwin" if platform == "darwin" else "linux"
         return self.mlx_requirement[key]
 
+    def bench_profile(self, name: str | None = None) -> dict[str, Any] | None:
+        """The named throughput profile (default: settings.bench.default); None for `off`."""
+        bench = self.settings["bench"]
+        name = name or bench.get("default", "full")
+        if name == "off":
+            return None
+        profiles = bench.get("profiles") or {"full": DEFAULT_PROFILE}
+        if name not in profiles:
+            raise MatrixError(f"no bench profile {name!r}; known: off, {', '.join(profiles)}")
+        models = bench.get("models") or ["llama", "mamba2", "qwen3_next", "qwen3_5"]
+        return {"name": name, **DEFAULT_PROFILE, **profiles[name], "models": list(models)}
+
     def expectation_for(
         self, result: dict[str, Any], cell: str, packages: dict[str, str]
     ) -> Expectation | None:
@@ -130,6 +147,25 @@ def _version(value: Any, path: str) -> str:
         return str(Version(str(value)))
     except InvalidVersion:
         raise _fail(path, f"{value!r} is not a valid version (e.g. 0.29.2)") from None
+
+
+def _bench(raw: Any) -> dict[str, Any]:
+    bench = _mapping(raw or {}, "settings.bench", _BENCH_KEYS)
+    _names(bench.get("models", []), "settings.bench.models", KNOWN_MODELS, "model")
+    profiles = _mapping(bench.get("profiles") or {}, "settings.bench.profiles",
+                        set(bench.get("profiles") or {}))
+    for name, profile in profiles.items():
+        path = f"settings.bench.profiles.{name}"
+        profile = _mapping(profile, path, _PROFILE_KEYS)
+        for key, value in profile.items():
+            values = value if key == "batches" else [value]
+            minimum = 0 if key == "warmup" else 1
+            if not values or not all(isinstance(v, int) and v >= minimum for v in values):
+                raise _fail(f"{path}.{key}", f"{value!r}; expected integer(s) >= {minimum}")
+    default = bench.get("default", "full")
+    if default != "off" and profiles and default not in profiles:
+        raise _fail("settings.bench.default", f"{default!r}; known: off, {', '.join(profiles)}")
+    return bench
 
 
 def _subjects(raw: Any) -> dict[str, SubjectSpec]:
@@ -201,6 +237,7 @@ def parse_matrix(data: Any) -> Matrix:
     if data.get("schema") != 1:
         raise _fail("schema", f"{data.get('schema')!r}; this mlxcompat reads schema 1")
     settings = {**_SETTINGS, **_mapping(data.get("settings") or {}, "settings", set(_SETTINGS))}
+    settings["bench"] = _bench(settings["bench"])
     mlx_req = _mapping(data.get("mlx_requirement") or {}, "mlx_requirement", {"linux", "darwin"})
     for key in ("linux", "darwin"):
         if "{v}" not in str(mlx_req.get(key, "")):

@@ -29,6 +29,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--mlxcompat-cell", default="local", help="cell id recorded in the JSON")
     group.addoption("--mlxcompat-tolerance", type=float, default=1e-4, help="max |Δ logprob|")
     group.addoption("--mlxcompat-models", default="", help="comma list to restrict models")
+    group.addoption("--mlxcompat-bench", default="off",
+                    help="JSON of a bench Profile (see mlxcompat.bench), or off")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -130,11 +132,44 @@ def _skipped_here(request: pytest.FixtureRequest, subject: str, reason: str) -> 
     return CheckResult(check, "skip", mode, model, subject, detail=reason)
 
 
+@pytest.fixture(scope="session")
+def bench_profile(request: pytest.FixtureRequest) -> Any:
+    from mlxcompat.bench import Profile
+
+    raw = json.loads(request.config.getoption("--mlxcompat-bench"))
+    return Profile(**{**raw, "batches": tuple(raw["batches"]), "models": tuple(raw["models"])})
+
+
+@pytest.fixture(scope="session")
+def backend(request: pytest.FixtureRequest) -> str:
+    return str(request.config.stash[_KEY]["doc"]["env"].get("backend", "cpu"))
+
+
+@pytest.fixture
+def record_bench(request: pytest.FixtureRequest) -> Callable[[dict[str, Any]], None]:
+    """Append a throughput row to the cell JSON (written at once, like verdicts)."""
+    state = request.config.stash[_KEY]
+
+    def _record(row: dict[str, Any]) -> None:
+        state["doc"]["bench"].append(row)
+        _save(request.config)
+
+    return _record
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    """Parametrize `patch_row` by the patch rows this subject produced at session start."""
+    """Parametrize `patch_row` by this subject's patch rows, and bench tests by the profile."""
     if "patch_row" in metafunc.fixturenames:
         rows = metafunc.config.stash[_KEY]["doc"]["patches"]
         metafunc.parametrize("patch_row", rows, ids=[r["patch"] for r in rows])
+    if {"bench_model", "batch"} <= set(metafunc.fixturenames):
+        option = metafunc.config.getoption("--mlxcompat-bench")
+        cases = []
+        if option != "off":
+            profile = json.loads(option)
+            cases = [(m, b) for m in profile["models"] for b in profile["batches"]]
+        metafunc.parametrize(("bench_model", "batch"), cases,
+                             ids=[f"{m}-b{b}" for m, b in cases])
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -145,7 +180,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     keep, drop = [], []
     for item in items:
         params = getattr(getattr(item, "callspec", None), "params", {})
-        model = params.get("model") or getattr(getattr(item, "module", None), "MODEL", None)
+        model = (params.get("model") or params.get("bench_model")
+                 or getattr(getattr(item, "module", None), "MODEL", None))
         (drop if model and model not in wanted else keep).append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)

@@ -34,6 +34,7 @@ class RunOptions:
     tests: Path
     subject_dir: Path | None = None
     install: dict[str, Any] | None = None
+    bench: dict[str, Any] | None = None
     pytest_args: tuple[str, ...] = ()
 
 
@@ -50,8 +51,14 @@ def _command(opts: RunOptions, subject: SubjectSpec, part: Path) -> list[str]:
         f"--mlxcompat-entry-points={json.dumps(subject.entry_points)}",
         f"--mlxcompat-out={part}", f"--mlxcompat-cell={opts.cell}",
         f"--mlxcompat-tolerance={opts.tolerance}", f"--mlxcompat-models={','.join(opts.models)}",
+        f"--mlxcompat-bench={json.dumps(opts.bench) if opts.bench else 'off'}",
+        *([f"--benchmark-json={_bench_part(part)}"] if opts.bench else []),
         *opts.pytest_args,
     ]
+
+
+def _bench_part(part: Path) -> Path:
+    return part.with_name(part.stem + ".bench.json")
 
 
 def _env(opts: RunOptions, subject: SubjectSpec) -> dict[str, str]:
@@ -121,6 +128,7 @@ def annotate_expectations(doc: dict[str, Any], matrix: Matrix) -> None:
 def run_cell(opts: RunOptions, matrix: Matrix | None = None) -> dict[str, Any]:
     """Run every subject of the cell and write its JSON atomically; returns the document."""
     parts: list[tuple[str, int | None, dict[str, Any] | None]] = []
+    benchmarks: dict[str, Any] = {}
     deadline = time.monotonic() + opts.timeout_s
     with tempfile.TemporaryDirectory(prefix="mlxcompat-") as tmp:
         for subject in opts.subjects:
@@ -134,9 +142,18 @@ def run_cell(opts: RunOptions, matrix: Matrix | None = None) -> dict[str, Any]:
             code = run_subject(opts, subject, part, remaining)
             doc = json.loads(part.read_text()) if part.exists() else None
             parts.append((subject.name, code, doc))
+            if _bench_part(part).exists():
+                benchmarks[subject.name] = json.loads(_bench_part(part).read_text())
             print(f"[mlxcompat] {opts.cell} {subject.name}: done in "
                   f"{time.monotonic() - start:.1f}s", flush=True)
     cell = merge_parts(opts.cell, parts, opts.timeout_s)
+    if cell["bench"]:
+        from mlxcompat.bench import add_overhead
+
+        add_overhead(cell["bench"])
+    if benchmarks:
+        write_json_atomic(opts.out.with_name(f"{opts.cell}.bench.json"),
+                          {"cell": opts.cell, "profile": opts.bench, "subjects": benchmarks})
     if opts.install:
         cell["install"] = opts.install
     if matrix is not None:

@@ -17,6 +17,11 @@ REPORT_SCHEMA = 1
 RESULT_KEYS = ("check", "mode", "model", "subject")
 
 
+def base_cell(name: str) -> str:
+    """The matrix cell of a cell name; `<cell>@<label>` names the runner it ran on."""
+    return name.split("@", 1)[0]
+
+
 def result_key(row: dict[str, Any]) -> tuple[str, ...]:
     return (row["cell"], *(str(row.get(k, "")) for k in RESULT_KEYS))
 
@@ -24,7 +29,7 @@ def result_key(row: dict[str, Any]) -> tuple[str, ...]:
 def _pins(doc: dict[str, Any], matrix: Matrix | None) -> dict[str, str]:
     if matrix is not None:
         for cell in matrix.cells:
-            if cell.id == doc["cell"]:
+            if cell.id == base_cell(doc["cell"]):
                 return dict(cell.pins)
     packages = doc.get("env", {}).get("packages", {})
     return {k: packages[k] for k in ("mlx-lm", "mlx", "mlx-vlm") if k in packages}

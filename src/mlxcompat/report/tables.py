@@ -64,9 +64,11 @@ class Notes:
 
 def column_label(cell: dict[str, Any]) -> str:
     pins = cell["pins"]
+    _, _, label = cell["cell"].partition("@")
+    suffix = f" @{label}" if label else ""
     if "mlx-vlm" in pins:
-        return f"vlm {pins['mlx-vlm']}"
-    return f"lm {pins.get('mlx-lm', cell['cell'])}"
+        return f"vlm {pins['mlx-vlm']}{suffix}"
+    return f"lm {pins.get('mlx-lm', cell['cell'])}{suffix}"
 
 
 def _note_text(row: dict[str, Any]) -> str:
