@@ -7,6 +7,8 @@ import json
 import sys
 from pathlib import Path
 
+from packaging.version import Version
+
 from mlxcompat.matrix import Matrix, MatrixError, load_matrix
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -45,6 +47,8 @@ def cmd_run(args: argparse.Namespace, matrix: Matrix) -> int:
         timeout_s=args.timeout or (cell.timeout_s if cell else matrix.settings["timeout_s"]),
         tests=args.tests, subject_dir=args.subject_dir, install=install,
         bench=matrix.bench_profile(args.bench), pytest_args=tuple(args.pytest_args),
+        checks=tuple(c for c in args.checks.split(",") if c),
+        modes=tuple(m for m in args.modes.split(",") if m),
     )
     doc = run_cell(opts, matrix)
     print(f"[mlxcompat] {summary_line(doc)} -> {opts.out}", flush=True)
@@ -65,6 +69,41 @@ def cmd_report(args: argparse.Namespace, matrix: Matrix) -> int:
     code, line = build_report(paths, matrix, accept=args.accept, html=not args.no_html)
     print(line)
     return code
+
+
+def cmd_probe(args: argparse.Namespace, matrix: Matrix) -> int:
+    """Static API-drift table of every release in the matrix (no model runs)."""
+    from mlxcompat.probe import probe_matrix
+
+    doc = probe_matrix(matrix, args.cache, args.out)
+    failed = [r["cell"] for r in doc["rows"] if "error" in r]
+    print(f"[mlxcompat] probe: {len(doc['rows'])} releases -> {args.out}"
+          + (f"; unreadable: {', '.join(failed)}" if failed else ""))
+    return 1 if failed else 0
+
+
+def cmd_bisect(args: argparse.Namespace, matrix: Matrix) -> int:
+    """Binary search over mlx-lm releases for the first one whose verdict changes."""
+    from mlxcompat.bisect import Bisect, run_bisect
+    from mlxcompat.results import write_json_atomic
+
+    if args.subject not in matrix.subjects:
+        raise MatrixError(f"unknown subject {args.subject}; known: {', '.join(matrix.subjects)}")
+    work = args.work or Path(".nox") / f"bisect-{args.check}-{args.model}-{args.mode}"
+    b = Bisect(matrix, args.check, args.model, args.mode, args.subject, work.resolve(), ROOT)
+    result = run_bisect(b, args.between[0], args.between[1], args.wheels)
+    write_json_atomic(work / "result.json", result)
+    print(f"[bisect] {args.check} {args.model} {args.mode} subject {args.subject}: "
+          f"{len(result['visited'])} of {len(result['candidates'])} releases visited "
+          f"in {result['seconds']}s")
+    for version, seen in sorted(result["visited"].items(), key=lambda kv: Version(kv[0])):
+        print(f"[bisect]   {version:>8}  {seen['verdict']}  {seen['detail'][:100]}")
+    if result["boundary"]:
+        print(f"[bisect] boundary: {result['last_same']} -> {result['boundary']} "
+              f"(first release whose verdict differs from {result['candidates'][0]}'s)")
+    else:
+        print("[bisect] no change: both bounds give the same verdict")
+    return 0
 
 
 def cmd_list(_: argparse.Namespace, matrix: Matrix) -> int:
@@ -91,6 +130,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--subject-dir", type=Path, default=None,
                      help="folder with one sub-folder per installed subject")
     run.add_argument("--install-json", default=None, help="install record to embed")
+    run.add_argument("--checks", default="", help="comma list of checks (default: all)")
+    run.add_argument("--modes", default="", help="comma list of modes (default: all)")
     run.add_argument("--bench", default=None,
                      help="throughput profile: off, or one of settings.bench.profiles")
     run.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
@@ -101,6 +142,19 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--accept", action="store_true", help="promote this report to baseline")
     report.add_argument("--no-html", action="store_true", help="skip compat.html (no jinja2)")
     report.set_defaults(func=cmd_report)
+    probe = sub.add_parser("probe", help="static API-drift table of every matrix release")
+    probe.add_argument("--cache", type=Path, default=Path(".nox/wheels"), help="wheel cache")
+    probe.add_argument("--out", type=Path, default=Path("reports/probe.json"))
+    probe.set_defaults(func=cmd_probe)
+    bisect = sub.add_parser("bisect", help="first mlx-lm release where a verdict changes")
+    bisect.add_argument("--check", required=True)
+    bisect.add_argument("--model", required=True)
+    bisect.add_argument("--mode", default="", help="mode as recorded (e.g. history)")
+    bisect.add_argument("--subject", default="none")
+    bisect.add_argument("--between", nargs=2, required=True, metavar=("LOW", "HIGH"))
+    bisect.add_argument("--work", type=Path, default=None, help="scratch folder")
+    bisect.add_argument("--wheels", type=Path, default=Path(".nox/wheels"))
+    bisect.set_defaults(func=cmd_bisect)
     sub.add_parser("list", help="list cells and subjects").set_defaults(func=cmd_list)
     return parser
 

@@ -29,6 +29,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--mlxcompat-cell", default="local", help="cell id recorded in the JSON")
     group.addoption("--mlxcompat-tolerance", type=float, default=1e-4, help="max |Δ logprob|")
     group.addoption("--mlxcompat-models", default="", help="comma list to restrict models")
+    group.addoption("--mlxcompat-checks", default="", help="comma list of checks to run")
+    group.addoption("--mlxcompat-modes", default="", help="comma list of modes to run")
     group.addoption("--mlxcompat-bench", default="off",
                     help="JSON of a bench Profile (see mlxcompat.bench), or off")
 
@@ -173,16 +175,23 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Deselect tests of models left out by `--mlxcompat-models` (a choice, not a skip)."""
+    """Deselect tests left out by --mlxcompat-models / -checks / -modes (a choice, not a skip)."""
     wanted = {m for m in config.getoption("--mlxcompat-models").split(",") if m}
-    if not wanted:
+    checks = {c for c in config.getoption("--mlxcompat-checks").split(",") if c}
+    modes = {m for m in config.getoption("--mlxcompat-modes").split(",") if m}
+    if not (wanted or checks or modes):
         return
     keep, drop = [], []
     for item in items:
         params = getattr(getattr(item, "callspec", None), "params", {})
         model = (params.get("model") or params.get("bench_model")
                  or getattr(getattr(item, "module", None), "MODEL", None))
-        (drop if model and model not in wanted else keep).append(item)
+        check = getattr(item, "originalname", item.name).removeprefix("test_").replace("_", "-")
+        mode = params.get("mode") or "/".join(
+            str(params[k]) for k in ("scenario", "path") if k in params)
+        out = (wanted and model and model not in wanted) or (checks and check not in checks) \
+            or (modes and mode not in modes)
+        (drop if out else keep).append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep

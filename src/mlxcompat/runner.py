@@ -35,6 +35,8 @@ class RunOptions:
     subject_dir: Path | None = None
     install: dict[str, Any] | None = None
     bench: dict[str, Any] | None = None
+    checks: tuple[str, ...] = ()
+    modes: tuple[str, ...] = ()
     pytest_args: tuple[str, ...] = ()
 
 
@@ -52,6 +54,7 @@ def _command(opts: RunOptions, subject: SubjectSpec, part: Path) -> list[str]:
         f"--mlxcompat-out={part}", f"--mlxcompat-cell={opts.cell}",
         f"--mlxcompat-tolerance={opts.tolerance}", f"--mlxcompat-models={','.join(opts.models)}",
         f"--mlxcompat-bench={json.dumps(opts.bench) if opts.bench else 'off'}",
+        f"--mlxcompat-checks={','.join(opts.checks)}", f"--mlxcompat-modes={','.join(opts.modes)}",
         *([f"--benchmark-json={_bench_part(part)}"] if opts.bench else []),
         *opts.pytest_args,
     ]

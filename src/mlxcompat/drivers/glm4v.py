@@ -15,15 +15,11 @@ from typing import Any
 
 import mlx.core as mx
 
+from mlxcompat.drivers.static_probe import GLM4V_BODIES
 from mlxcompat.results import SkipCheck
 
 PATHS: tuple[str, ...] = ("inner", "outer")
 
-# Normalised-source digests of the upstream `GLM4VModel.__call__` bodies seen so far.
-_BODY_KINDS: dict[str, str] = {
-    "3ed0ea408389": "cache-list-mask",  # mask from the cache list: seen in 0.3.3-0.4.4
-    "1c343c95c2de": "cache0-mask",  # mask from cache[0]: seen in 0.5.0-0.7.10
-}
 _POSITION_STATE = ("_rope_deltas", "_position_ids")
 
 
@@ -68,7 +64,7 @@ def call_body_digest() -> str:
 
 def call_body_kind() -> str:
     """Label of the installed upstream body: cache-list-mask, cache0-mask or unknown."""
-    return _BODY_KINDS.get(call_body_digest(), "unknown")
+    return GLM4V_BODIES.get(call_body_digest(), "unknown")
 
 
 def mask_accepts_cache_list() -> bool:

@@ -64,14 +64,12 @@ def build_report(paths: ReportPaths, matrix: Matrix | None, accept: bool = False
 
 
 def _drift_sections(paths: ReportPaths) -> tuple[list[str], list[str]]:
-    """The API-drift section when a probe table exists beside the raw cells."""
-    probe = paths.raw / "probe.json"
+    """The API-drift section when `mlxcompat probe` wrote probe.json beside the report."""
+    probe = paths.out / "probe.json"
     if not probe.exists():
         return [], []
-    try:
-        from mlxcompat.report.drift import drift_html, drift_markdown
-    except ImportError:
-        return [], []
+    from mlxcompat.report.drift import drift_html, drift_markdown
+
     return drift_markdown(probe), drift_html(probe)
 
 

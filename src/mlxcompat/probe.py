@@ -1,0 +1,71 @@
+"""`mlxcompat probe`: the patch targets of every release in the matrix, read from its wheels.
+
+Wheels are fetched once (`pip download --no-deps`) into a cache folder; reading one is well
+under a second. The result, reports/probe.json, feeds the report's API-drift section.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from mlxcompat.drivers.static_probe import (
+    LM_FILES,
+    VLM_FILES,
+    probe_lm_sources,
+    probe_vlm_sources,
+    read_wheel,
+)
+from mlxcompat.matrix import Matrix
+from mlxcompat.results import write_json_atomic
+
+
+def wheel_for(package: str, version: str, cache: Path) -> Path:
+    """The wheel of `package==version` in `cache`, downloaded there once if missing."""
+    stem = package.replace("-", "_")
+    found = sorted(cache.glob(f"{stem}-{version}-*.whl"))
+    if found:
+        return found[0]
+    cache.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
+         "--disable-pip-version-check", f"{package}=={version}", "-d", str(cache)],
+        capture_output=True, text=True, check=False)
+    found = sorted(cache.glob(f"{stem}-{version}-*.whl"))
+    if proc.returncode != 0 or not found:
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no wheel"]
+        raise RuntimeError(f"cannot fetch {package}=={version}: {tail[0]}")
+    return found[0]
+
+
+def probe_release(pins: dict[str, str], cache: Path) -> dict[str, Any]:
+    """One probe row: mlx-lm targets, plus mlx-vlm's where the cell pins it."""
+    lm_wheel = wheel_for("mlx-lm", pins["mlx-lm"], cache)
+    vlm_wheel = wheel_for("mlx-vlm", pins["mlx-vlm"], cache) if "mlx-vlm" in pins else None
+    start = time.perf_counter()
+    lm_src = read_wheel(lm_wheel, LM_FILES)
+    row: dict[str, Any] = {"pins": pins, "lm": probe_lm_sources(lm_src)}
+    if vlm_wheel is not None:
+        row["vlm"] = probe_vlm_sources(read_wheel(vlm_wheel, VLM_FILES), lm_src)
+    row["seconds"] = round(time.perf_counter() - start, 4)
+    return row
+
+
+def probe_matrix(matrix: Matrix, cache: Path, out: Path) -> dict[str, Any]:
+    """Probe every cell of the matrix; a release that cannot be read is a row with its error."""
+    rows = []
+    for cell in matrix.cells:
+        try:
+            row = probe_release(dict(cell.pins), cache)
+        except Exception as exc:
+            row = {"pins": dict(cell.pins), "error": f"{type(exc).__name__}: {exc}"}
+        row["cell"] = cell.id
+        rows.append(row)
+        took = f"{row['seconds']:.3f}s" if "seconds" in row else row["error"]
+        print(f"[mlxcompat] probe {cell.id}: {took}", flush=True)
+    doc = {"schema": 1, "rows": rows}
+    write_json_atomic(out, doc)
+    return doc
