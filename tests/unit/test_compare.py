@@ -48,3 +48,13 @@ def test_shorter_batched_row_is_a_mismatch():
     verdict, metrics, _ = compare_rows(a, b, [[1]], [[1, 2]], 1e-4)
     assert verdict == "fail"
     assert metrics["mismatched_rows"][0]["first_diff"] == 1
+
+
+def test_nan_scores_fail_and_are_named_not_hidden():
+    a = _scores([[0.0, float("nan")]], [[0.0, 0.0]])
+    b = _scores([[0.0, -1.0]], [[0.0, 0.0]])
+    verdict, metrics, detail = compare_rows(a, b, [[0], [0]], [[0], [0]], 1e-4)
+    assert verdict == "fail"
+    assert metrics["non_finite_rows"] == [0]
+    assert metrics["max_abs_delta"] is None
+    assert "NaN/inf scores in rows [0]" in detail

@@ -33,14 +33,11 @@ def test_second_ensure_call_changes_nothing() -> None:
 
 
 def test_ensure_decides_by_capability() -> None:
-    caps = probe_lm()
+    decision, why = probe_lm().ssm_patch_decision()
     status = mamba_cache.ensure_mamba_support()
-    if caps.native_ssm_batching:
-        assert status.status == "skipped"
-    elif caps.batch_generator and caps.make_cache_called:
-        assert status.status == "applied"
-    else:
-        assert status.status == "not-applicable"
+    assert status.status == {"needed": "applied"}.get(decision, decision)
+    if decision != "needed":
+        assert status.detail == why
 
 
 def test_unpatch_restores_every_original_by_identity() -> None:

@@ -22,6 +22,7 @@ def compare_rows(
     """
     max_delta = 0.0
     mismatched: list[dict[str, Any]] = []
+    non_finite: list[int] = []
     for row, (b_scores, r_scores, b_tok, r_tok) in enumerate(
         zip(batched, reference, batched_tokens, reference_tokens, strict=True)
     ):
@@ -30,25 +31,33 @@ def compare_rows(
             min(len(b_tok), len(r_tok)),
         )
         for b, r in zip(b_scores[: diverge + 1], r_scores[: diverge + 1], strict=False):
-            max_delta = max(max_delta, float(np.max(np.abs(np.asarray(b) - np.asarray(r)))))
+            delta = np.abs(np.asarray(b, dtype=np.float64) - np.asarray(r, dtype=np.float64))
+            if not np.all(np.isfinite(delta)):
+                non_finite.append(row)  # NaN would compare as "no larger" and hide the row
+                break
+            max_delta = max(max_delta, float(np.max(delta)))
         if list(b_tok) != list(r_tok):
             mismatched.append(
                 {"row": row, "first_diff": diverge, "batched": list(b_tok), "single": list(r_tok)}
             )
     tokens_equal = not mismatched
+    non_finite = sorted(set(non_finite))
     metrics = {
-        "max_abs_delta": max_delta,
+        "max_abs_delta": None if non_finite else max_delta,
+        "non_finite_rows": non_finite,
         "tolerance": tolerance,
         "tokens_equal": tokens_equal,
         "rows": len(batched),
         "mismatched_rows": mismatched,
     }
-    if tokens_equal and max_delta <= tolerance:
+    if tokens_equal and not non_finite and max_delta <= tolerance:
         return "pass", metrics, f"max |Δ| {max_delta:.2e} <= {tolerance:.0e}"
     reasons = []
+    if non_finite:
+        reasons.append(f"NaN/inf scores in rows {non_finite}")
     if not tokens_equal:
         rows = ", ".join(f"row {m['row']} from step {m['first_diff']}" for m in mismatched)
         reasons.append(f"tokens differ ({rows})")
-    if max_delta > tolerance:
+    if not non_finite and max_delta > tolerance:
         reasons.append(f"max |Δ| {max_delta:.2e} > {tolerance:.0e}")
     return "fail", metrics, "; ".join(reasons)

@@ -6,11 +6,12 @@ for it; the oracle is the same prompt through plain KVCaches in the same process
 
 from __future__ import annotations
 
-import time
+import math
 from collections.abc import Callable
 from typing import Any
 
-from mlxcompat.results import CheckResult, SkipCheck, describe_exception
+from mlxcompat.checks import guarded
+from mlxcompat.results import CheckResult
 
 GLM4V_SCENARIOS: tuple[str, ...] = (
     "equal",
@@ -124,10 +125,15 @@ def _compare(
     per_row: dict[str, float] = {}
     token_rows: list[int] = []
     bad_rows: list[int] = []
+    non_finite: list[int] = []
     for row, got in rows.items():
         want = run_single(lm, prompts[row], len(got), path)
         delta = max(float(mx.max(mx.abs(g - w)).item()) for g, w in zip(got, want, strict=True))
         same_tokens = [_greedy(g[None])[0] for g in got] == [_greedy(w[None])[0] for w in want]
+        if not math.isfinite(delta):  # NaN would compare as "no larger" and hide the row
+            non_finite.append(row)
+            bad_rows.append(row)
+            continue
         per_row[str(row)] = delta
         worst = max(worst, delta)
         if not same_tokens:
@@ -139,6 +145,7 @@ def _compare(
         "tokens_equal": not token_rows,
         "mismatching_rows": bad_rows,
         "token_mismatch_rows": token_rows,
+        "non_finite_rows": non_finite,
         "row_max_abs_delta": per_row,
         "prompt_lengths": [len(p) for p in prompts],
         "steps": {str(r): len(v) for r, v in rows.items()},
@@ -149,20 +156,13 @@ def _compare(
 def check_glm4v(
     scenario: str, path: str, subject: str, tolerance: float = 1e-4, seed: int = 0
 ) -> CheckResult:
-    """Batched vs one-at-a-time GLM4V logits for one scenario on one path (inner / outer).
+    """One GLM4V scenario on one path: batched BatchKVCache logits vs each prompt alone.
 
     Never raises: an exception becomes verdict "error", SkipCheck becomes "skip".
     """
-    result = CheckResult(
-        check="glm4v",
-        verdict="error",
-        mode=f"{scenario}/{path}",
-        model="glm4v_moe",
-        subject=subject,
-        metrics={"max_abs_delta": None, "tokens_equal": None, "mismatching_rows": []},
-    )
-    start = time.perf_counter()
-    try:
+    mode = f"{scenario}/{path}"
+
+    def body() -> CheckResult:
         if scenario not in _SCENARIOS or path not in GLM4V_PATHS:
             raise ValueError(f"unknown GLM4V scenario/path {scenario!r}/{path!r}")
         from mlxcompat.drivers.glm4v import BatchRunner, call_body_kind
@@ -172,19 +172,12 @@ def check_glm4v(
         prompts, rows = _SCENARIOS[scenario](BatchRunner(lm, path))
         metrics = _compare(lm, path, prompts, rows, tolerance)
         metrics["call_body"] = call_body_kind()
-        result.metrics = metrics
-        result.verdict = "fail" if metrics["mismatching_rows"] else "pass"
-        if result.verdict == "fail":
-            result.detail = (
-                f"rows {metrics['mismatching_rows']} differ from single-sequence decoding "
-                f"(max |Δ logit| {metrics['max_abs_delta']:.3g} > {tolerance:g} "
-                f"or greedy tokens differ)"
-            )
-    except SkipCheck as exc:
-        result.verdict = "skip"
-        result.detail = str(exc)
-    except Exception as exc:
-        result.verdict = "error"
-        result.detail = describe_exception(exc)
-    result.seconds = round(time.perf_counter() - start, 3)
-    return result
+        if not metrics["mismatching_rows"]:
+            return CheckResult("glm4v", "pass", mode, "glm4v_moe", subject, metrics)
+        delta = metrics["max_abs_delta"]
+        detail = (f"rows {metrics['mismatching_rows']} differ from single-sequence decoding "
+                  f"(max |Δ logit| {delta:.3g} > {tolerance:g}, NaN/inf in rows "
+                  f"{metrics['non_finite_rows']}, or greedy tokens differ)")
+        return CheckResult("glm4v", "fail", mode, "glm4v_moe", subject, metrics, detail)
+
+    return guarded("glm4v", mode, "glm4v_moe", subject, body)

@@ -11,14 +11,8 @@ from mlxcompat.results import CheckResult, SkipCheck
 def _mamba_needed() -> tuple[bool, str]:
     from mlxcompat.drivers.capabilities import probe_lm
 
-    caps = probe_lm()
-    if not caps.batch_generator:
-        return False, "no BatchGenerator"
-    if caps.native_ssm_batching:
-        return False, "ArraysCache batches natively"
-    if not caps.make_cache_called:
-        return False, "no _make_cache hook in use"
-    return True, "BatchGenerator cannot extract / merge SSM caches"
+    decision, why = probe_lm().ssm_patch_decision()
+    return decision == "needed", why
 
 
 def _glm4v_needed() -> tuple[bool, str]:

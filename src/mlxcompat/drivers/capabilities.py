@@ -91,6 +91,7 @@ class LmCapabilities:
     make_cache_called: bool = False
     merge_caches: bool = False
     merge_caches_called: bool = False
+    extract_called: bool = False
     mamba_cache: bool = False
     arrays_cache_methods: list[str] = field(default_factory=list)
     batch_kv_cache_in_generate: bool = False
@@ -105,6 +106,20 @@ class LmCapabilities:
     def native_ssm_batching(self) -> bool:
         """ArraysCache can be extracted and merged by itself: no cache patch is needed."""
         return {"extract", "merge"} <= set(self.arrays_cache_methods)
+
+    def ssm_patch_decision(self) -> tuple[str, str]:
+        """("needed" | "skipped" | "not-applicable", why) for the Mamba cache patch."""
+        if not self.batch_generator:
+            return "not-applicable", "this mlx-lm has no BatchGenerator"
+        if self.native_ssm_batching:
+            return "skipped", "ArraysCache batches natively (extract/merge)"
+        if not self.make_cache:
+            return "not-applicable", "BatchGenerator has no _make_cache hook"
+        if not self.make_cache_called:
+            return "not-applicable", "_make_cache exists but is never called"
+        if not (self.extract_called or self.merge_caches_called):
+            return "skipped", "this BatchGenerator never extracts or merges caches"
+        return "needed", "BatchGenerator extracts / merges caches that ArraysCache cannot"
 
     @property
     def drops_ssm_history(self) -> bool:
@@ -129,6 +144,7 @@ def probe_lm() -> LmCapabilities:
         caps.make_cache_called = name_is_called(gen, "_make_cache")
     caps.merge_caches = hasattr(gen, "_merge_caches")
     caps.merge_caches_called = caps.merge_caches and name_is_called(gen, "_merge_caches")
+    caps.extract_called = name_is_called(gen, "extract")
     caps.mamba_cache = hasattr(cache_mod, "MambaCache")
     caps.arrays_cache_methods = [
         m for m in ARRAYS_CACHE_BATCH_METHODS if hasattr(cache_mod.ArraysCache, m)
@@ -139,9 +155,7 @@ def probe_lm() -> LmCapabilities:
     if bg is not None:
         caps.generator_keywords = [p for p in inspect.signature(bg).parameters if p != "model"]
         caps.next_returns_tuple = "next_generated" in vars(bg) or _next_builds_tuple(bg)
-        caps.stats_context_manager = hasattr(inspect.unwrap(bg.stats), "__wrapped__") or (
-            "contextmanager" in inspect.getsource(bg.stats)
-        )
+        caps.stats_context_manager = hasattr(bg.stats, "__wrapped__")
     caps.peak_memory = hasattr(mx, "get_peak_memory")
     return caps
 

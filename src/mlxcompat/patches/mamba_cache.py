@@ -52,6 +52,8 @@ class BatchMambaCache(_SingleCache or ArraysCache):  # type: ignore[misc]
 
     def __init__(self, left_padding: list[int] | None = None, size: int = 2) -> None:
         ArraysCache.__init__(self, size, left_padding=left_padding)
+        # Some releases keep the list as given; masks index it as an array.
+        self.left_padding = None if left_padding is None else mx.array(left_padding)
 
     @classmethod
     def from_cache(cls, cache: Any, left_padding: list[int] | None) -> BatchMambaCache:
@@ -178,15 +180,9 @@ def patch_mlx_lm_for_mamba() -> PatchStatus:
 def _decide() -> PatchStatus:
     if _SingleCache is None:
         return PatchStatus(PATCH, "unavailable", "mlx-lm is not importable")
-    caps = probe_lm()
-    if not caps.batch_generator:
-        return PatchStatus(PATCH, "not-applicable", "this mlx-lm has no BatchGenerator")
-    if caps.native_ssm_batching:
-        return PatchStatus(PATCH, "skipped", "ArraysCache batches natively (extract/merge)")
-    if not caps.make_cache:
-        return PatchStatus(PATCH, "not-applicable", "BatchGenerator has no _make_cache hook")
-    if not caps.make_cache_called:
-        return PatchStatus(PATCH, "not-applicable", "_make_cache exists but is never called")
+    decision, why = probe_lm().ssm_patch_decision()
+    if decision != "needed":
+        return PatchStatus(PATCH, decision, why)  # type: ignore[arg-type]
     return patch_mlx_lm_for_mamba()
 
 
