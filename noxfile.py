@@ -28,6 +28,7 @@ RAW = Path(os.environ.get("MLXCOMPAT_RAW", ROOT / "reports" / "raw"))
 # MLXCOMPAT_LABEL names the runner (macos-14, cuda, ...): files become <cell>@<label>.json so
 # the same cell from several machines can sit side by side in reports/raw.
 LABEL = os.environ.get("MLXCOMPAT_LABEL", "")
+BACKEND = os.environ.get("MLXCOMPAT_BACKEND", MATRIX.settings["backend"])
 
 nox.options.default_venv_backend = "uv|virtualenv"
 nox.options.sessions = ["matrix", "report"]
@@ -53,8 +54,9 @@ def _install(session: nox.Session, log: Path, *args: str) -> None:
 def _install_cell(session: nox.Session, cell: Cell, log: Path) -> dict:
     """Install the harness, the cell's pins, and each subject into a folder of its own."""
     start = time.perf_counter()
-    record: dict = {"status": "ok", "requirements": cell.requirements(MATRIX.mlx_template()),
-                    "subjects": {}}
+    template = MATRIX.mlx_template(sys.platform, BACKEND)
+    record: dict = {"status": "ok", "requirements": cell.requirements(template), "subjects": {},
+                    "backend": BACKEND}
     try:
         _install(session, log, "-e", ".", *record["requirements"])
     except nox.command.CommandFailed as exc:
@@ -101,7 +103,8 @@ def matrix(session: nox.Session, cell: str) -> None:
     subjects = Path(session.virtualenv.location) / "subjects"
     session.run(
         "mlxcompat", "--matrix", str(MATRIX_FILE), "run", "--cell", name, "--out", str(out),
-        "--install-json", str(install_json), "--subject-dir", str(subjects), *session.posargs,
+        "--install-json", str(install_json), "--subject-dir", str(subjects),
+        "--backend", BACKEND, *session.posargs,
         env={"HF_HUB_OFFLINE": "1"},
     )
 

@@ -88,7 +88,8 @@ class Bisect:
                   "models": [self.model], "subjects": [self.subject]} for v in versions]
         spec = self.matrix.subjects[self.subject]
         doc = {"schema": 1, "settings": {"bench": {"default": "off"}},
-               "mlx_requirement": self.matrix.mlx_requirement,
+               "backends": {n: {"device": b.device, "requirement": b.requirement}
+                            for n, b in self.matrix.backends.items()},
                "subjects": {self.subject: {"install": list(spec.install),
                                            "entry_points": spec.entry_points}},
                "cells": cells}

@@ -47,6 +47,8 @@ def cmd_run(args: argparse.Namespace, matrix: Matrix) -> int:
         timeout_s=args.timeout or (cell.timeout_s if cell else matrix.settings["timeout_s"]),
         tests=args.tests, subject_dir=args.subject_dir, install=install,
         bench=matrix.bench_profile(args.bench), pytest_args=tuple(args.pytest_args),
+        device=matrix.backend(args.backend).device,
+        force_cpu=tuple(matrix.settings["force_cpu_devices"]),
         checks=tuple(c for c in args.checks.split(",") if c),
         modes=tuple(m for m in args.modes.split(",") if m),
     )
@@ -130,6 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--subject-dir", type=Path, default=None,
                      help="folder with one sub-folder per installed subject")
     run.add_argument("--install-json", default=None, help="install record to embed")
+    run.add_argument("--backend", default=None, help="cpu | metal | cuda (default: settings)")
     run.add_argument("--checks", default="", help="comma list of checks (default: all)")
     run.add_argument("--modes", default="", help="comma list of modes (default: all)")
     run.add_argument("--bench", default=None,

@@ -22,10 +22,11 @@ KNOWN_ROLES = ("mamba", "mamba-legacy", "glm4v")
 VERDICTS = ("pass", "fail", "error", "skip")
 PINNED = ("mlx-lm", "mlx", "mlx-vlm")
 
-_TOP = {"schema", "settings", "mlx_requirement", "subjects", "models", "checks", "defaults",
-        "cells", "expectations"}
+_TOP = {"schema", "settings", "backends", "subjects", "models", "checks", "defaults", "cells",
+        "expectations"}
 _SETTINGS = {"python": "3.11", "timeout_s": 1200, "tolerance": 1e-4, "throughput_threshold": 0.2,
-             "bench": {}}
+             "bench": {}, "backend": "cpu", "force_cpu_devices": []}
+_PLATFORMS = ("linux", "darwin")
 _BENCH_KEYS = {"default", "models", "profiles"}
 _PROFILE_KEYS = {"batches", "rounds", "warmup", "prompt_tokens", "gen_tokens"}
 DEFAULT_PROFILE = {"batches": [1, 4, 8, 16], "rounds": 5, "warmup": 2, "prompt_tokens": 32,
@@ -57,10 +58,10 @@ class Cell:
     tags: tuple[str, ...] = ()
     timeout_s: int = 1200
 
-    def requirements(self, mlx_requirement: str) -> list[str]:
-        """pip requirements of this cell; `mlx_requirement` is the platform's mlx template."""
+    def requirements(self, mlx_template: str) -> list[str]:
+        """pip requirements of this cell; `mlx_template` is the backend's mlx requirement."""
         reqs = [f"{name}=={v}" for name, v in self.pins.items() if name != "mlx"]
-        return [*reqs, mlx_requirement.format(v=self.pins["mlx"])]
+        return [*reqs, mlx_template.format(v=self.pins["mlx"])]
 
 
 @dataclass(frozen=True)
@@ -85,9 +86,18 @@ class Expectation:
 
 
 @dataclass(frozen=True)
+class Backend:
+    """How mlx is installed for a backend on each platform, and the device the checks use."""
+
+    name: str
+    device: str
+    requirement: dict[str, str]
+
+
+@dataclass(frozen=True)
 class Matrix:
     settings: dict[str, Any]
-    mlx_requirement: dict[str, str]
+    backends: dict[str, Backend]
     subjects: dict[str, SubjectSpec]
     cells: tuple[Cell, ...]
     expectations: tuple[Expectation, ...]
@@ -98,9 +108,20 @@ class Matrix:
                 return c
         raise MatrixError(f"no cell {cell_id!r}; known: {', '.join(c.id for c in self.cells)}")
 
-    def mlx_template(self, platform: str = sys.platform) -> str:
+    def backend(self, name: str | None = None) -> Backend:
+        name = name or self.settings["backend"]
+        if name not in self.backends:
+            raise MatrixError(f"no backend {name!r}; known: {', '.join(self.backends)}")
+        return self.backends[name]
+
+    def mlx_template(self, platform: str = sys.platform, backend: str | None = None) -> str:
+        """The mlx requirement template ({v}) for a platform and backend."""
+        chosen = self.backend(backend)
         key = "darwin" if platform == "darwin" else "linux"
-        return self.mlx_requirement[key]
+        if key not in chosen.requirement:
+            raise MatrixError(f"backend {chosen.name} cannot be installed on {key}; it has: "
+                              f"{', '.join(chosen.requirement)}")
+        return chosen.requirement[key]
 
     def bench_profile(self, name: str | None = None) -> dict[str, Any] | None:
         """The named throughput profile (default: settings.bench.default); None for `off`."""
@@ -166,6 +187,25 @@ def _bench(raw: Any) -> dict[str, Any]:
     if default != "off" and profiles and default not in profiles:
         raise _fail("settings.bench.default", f"{default!r}; known: off, {', '.join(profiles)}")
     return bench
+
+
+def _backends(raw: Any) -> dict[str, Backend]:
+    backends = {}
+    for name, spec in _mapping(raw or {}, "backends", set(raw or {})).items():
+        spec = _mapping(spec, f"backends.{name}", {"device", "requirement"})
+        if spec.get("device") not in ("cpu", "gpu"):
+            raise _fail(f"backends.{name}.device", f"{spec.get('device')!r}; allowed: cpu, gpu")
+        req = _mapping(spec.get("requirement") or {}, f"backends.{name}.requirement",
+                       set(_PLATFORMS))
+        for platform, template in req.items():
+            if "{v}" not in str(template):
+                raise _fail(f"backends.{name}.requirement.{platform}", "needs the {v} placeholder")
+        if not req:
+            raise _fail(f"backends.{name}.requirement", "name at least one platform")
+        backends[name] = Backend(name, spec["device"], dict(req))
+    if not backends:
+        raise _fail("backends", "missing: say how mlx is installed (e.g. cpu: mlx[cpu]=={v})")
+    return backends
 
 
 def _subjects(raw: Any) -> dict[str, SubjectSpec]:
@@ -238,10 +278,9 @@ def parse_matrix(data: Any) -> Matrix:
         raise _fail("schema", f"{data.get('schema')!r}; this mlxcompat reads schema 1")
     settings = {**_SETTINGS, **_mapping(data.get("settings") or {}, "settings", set(_SETTINGS))}
     settings["bench"] = _bench(settings["bench"])
-    mlx_req = _mapping(data.get("mlx_requirement") or {}, "mlx_requirement", {"linux", "darwin"})
-    for key in ("linux", "darwin"):
-        if "{v}" not in str(mlx_req.get(key, "")):
-            raise _fail(f"mlx_requirement.{key}", "missing, or without the {v} placeholder")
+    backends = _backends(data.get("backends"))
+    if settings["backend"] not in backends:
+        raise _fail("settings.backend", f"{settings['backend']!r}; known: {', '.join(backends)}")
     subjects = _subjects(data.get("subjects"))
     models = _names(data.get("models", list(KNOWN_MODELS)), "models", KNOWN_MODELS, "model")
     _names(data.get("checks", list(KNOWN_CHECKS)), "checks", KNOWN_CHECKS, "check")
@@ -258,7 +297,7 @@ def parse_matrix(data: Any) -> Matrix:
         seen[c.id] = i
     expectations = tuple(_expectation(e, i, subjects)
                          for i, e in enumerate(data.get("expectations") or []))
-    return Matrix(settings, dict(mlx_req), subjects, cells, expectations)
+    return Matrix(settings, backends, subjects, cells, expectations)
 
 
 def load_matrix(path: Path | str = "matrix.yaml") -> Matrix:

@@ -29,6 +29,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--mlxcompat-cell", default="local", help="cell id recorded in the JSON")
     group.addoption("--mlxcompat-tolerance", type=float, default=1e-4, help="max |Δ logprob|")
     group.addoption("--mlxcompat-models", default="", help="comma list to restrict models")
+    group.addoption("--mlxcompat-device", default="cpu", choices=("cpu", "gpu"),
+                    help="MLX device for every check (chosen before mlx-lm is imported)")
+    group.addoption("--mlxcompat-force-cpu", default="",
+                    help="comma list of GPU-name patterns to pass over for the CPU")
     group.addoption("--mlxcompat-checks", default="", help="comma list of checks to run")
     group.addoption("--mlxcompat-modes", default="", help="comma list of modes to run")
     group.addoption("--mlxcompat-bench", default="off",
@@ -36,7 +40,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    from mlxcompat.drivers.device import select_device
+
+    patterns = [p for p in config.getoption("--mlxcompat-force-cpu").split(",") if p]
+    device = select_device(config.getoption("--mlxcompat-device"), patterns)
     config.stash[_KEY] = {
+        "device": device,
         "doc": empty_cell(config.getoption("--mlxcompat-cell")),
         "subject": config.getoption("--mlxcompat-subject"),
         "entry_points": json.loads(config.getoption("--mlxcompat-entry-points")),
@@ -51,7 +60,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     from mlxcompat.subjects import apply_subject
 
     state = session.config.stash[_KEY]
-    state["doc"]["env"] = describe_environment()
+    state["doc"]["env"] = {**describe_environment(), **state["device"]}
     rows = apply_subject(state["subject"], state["entry_points"])
     state["doc"]["patches"] = rows
     missing = rows and all(r["status"] == "unavailable" for r in rows)

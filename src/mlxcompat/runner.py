@@ -14,7 +14,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections import Counter
+from collections import Counter, deque
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,6 +35,8 @@ class RunOptions:
     subject_dir: Path | None = None
     install: dict[str, Any] | None = None
     bench: dict[str, Any] | None = None
+    device: str = "cpu"
+    force_cpu: tuple[str, ...] = ()
     checks: tuple[str, ...] = ()
     modes: tuple[str, ...] = ()
     pytest_args: tuple[str, ...] = ()
@@ -55,6 +57,7 @@ def _command(opts: RunOptions, subject: SubjectSpec, part: Path) -> list[str]:
         f"--mlxcompat-tolerance={opts.tolerance}", f"--mlxcompat-models={','.join(opts.models)}",
         f"--mlxcompat-bench={json.dumps(opts.bench) if opts.bench else 'off'}",
         f"--mlxcompat-checks={','.join(opts.checks)}", f"--mlxcompat-modes={','.join(opts.modes)}",
+        f"--mlxcompat-device={opts.device}", f"--mlxcompat-force-cpu={','.join(opts.force_cpu)}",
         *([f"--benchmark-json={_bench_part(part)}"] if opts.bench else []),
         *opts.pytest_args,
     ]
@@ -72,19 +75,26 @@ def _env(opts: RunOptions, subject: SubjectSpec) -> dict[str, str]:
     return env
 
 
-def _echo_progress(stream: Any) -> None:
+def _echo_progress(stream: Any, tail: deque[str]) -> None:
     for line in stream:
         if line.startswith("[mlxcompat]"):
             print(line.rstrip("\n"), flush=True)
+        elif line.strip():
+            tail.append(line.strip())
 
 
-def run_subject(opts: RunOptions, subject: SubjectSpec, part: Path, budget: float) -> int | None:
-    """Run one subject's pytest process, echoing progress lines; None when it timed out."""
+def run_subject(opts: RunOptions, subject: SubjectSpec, part: Path, budget: float,
+                tail: deque[str] | None = None) -> int | None:
+    """Run one subject's pytest process, echoing progress lines; None when it timed out.
+
+    Other output lines are kept in `tail`, so a process that dies early can say why.
+    """
     proc = subprocess.Popen(
         _command(opts, subject, part), env=_env(opts, subject), stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT, text=True, start_new_session=True,
     )
-    reader = threading.Thread(target=_echo_progress, args=(proc.stdout,), daemon=True)
+    tail = tail if tail is not None else deque(maxlen=20)
+    reader = threading.Thread(target=_echo_progress, args=(proc.stdout, tail), daemon=True)
     reader.start()
     try:
         code: int | None = proc.wait(timeout=budget)
@@ -96,8 +106,16 @@ def run_subject(opts: RunOptions, subject: SubjectSpec, part: Path, budget: floa
     return code
 
 
+def _last_error(lines: list[str]) -> str:
+    """The line of a dead process's output that names the error, if any."""
+    for line in reversed(lines):
+        if "Error" in line or "error" in line:
+            return line.removeprefix("E ").strip()[:300]
+    return lines[-1][:300] if lines else ""
+
+
 def merge_parts(cell: str, parts: list[tuple[str, int | None, dict[str, Any] | None]],
-                budget: float = 0.0) -> dict[str, Any]:
+                budget: float = 0.0, tails: dict[str, list[str]] | None = None) -> dict[str, Any]:
     """One cell document from the per-subject documents; crashes and timeouts become errors."""
     doc = empty_cell(cell)
     for subject, code, part in parts:
@@ -114,9 +132,10 @@ def merge_parts(cell: str, parts: list[tuple[str, int | None, dict[str, Any] | N
             doc["results"].append(_error(
                 subject, f"subject process killed by signal {-code}{kept}", returncode=code))
         elif part is None:
+            why = _last_error((tails or {}).get(subject, []))
             doc["results"].append(_error(
-                subject, f"subject process exited with {code} before writing any result",
-                returncode=code))
+                subject, f"subject process exited with {code} before writing any result"
+                + (f": {why}" if why else ""), returncode=code))
     return doc
 
 
@@ -132,6 +151,7 @@ def run_cell(opts: RunOptions, matrix: Matrix | None = None) -> dict[str, Any]:
     """Run every subject of the cell and write its JSON atomically; returns the document."""
     parts: list[tuple[str, int | None, dict[str, Any] | None]] = []
     benchmarks: dict[str, Any] = {}
+    tails: dict[str, list[str]] = {}
     deadline = time.monotonic() + opts.timeout_s
     with tempfile.TemporaryDirectory(prefix="mlxcompat-") as tmp:
         for subject in opts.subjects:
@@ -142,14 +162,16 @@ def run_cell(opts: RunOptions, matrix: Matrix | None = None) -> dict[str, Any]:
             part = Path(tmp) / f"{subject.name}.json"
             print(f"[mlxcompat] {opts.cell} {subject.name}: starting", flush=True)
             start = time.monotonic()
-            code = run_subject(opts, subject, part, remaining)
+            tail: deque[str] = deque(maxlen=20)
+            code = run_subject(opts, subject, part, remaining, tail)
+            tails[subject.name] = list(tail)
             doc = json.loads(part.read_text()) if part.exists() else None
             parts.append((subject.name, code, doc))
             if _bench_part(part).exists():
                 benchmarks[subject.name] = json.loads(_bench_part(part).read_text())
             print(f"[mlxcompat] {opts.cell} {subject.name}: done in "
                   f"{time.monotonic() - start:.1f}s", flush=True)
-    cell = merge_parts(opts.cell, parts, opts.timeout_s)
+    cell = merge_parts(opts.cell, parts, opts.timeout_s, tails)
     if cell["bench"]:
         from mlxcompat.bench import add_overhead
 

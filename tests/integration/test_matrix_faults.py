@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 TINY = """
 schema: 1
-mlx_requirement: {linux: "mlx[cpu]=={v}", darwin: "mlx=={v}"}
+backends: {cpu: {device: cpu, requirement: {linux: "mlx[cpu]=={v}", darwin: "mlx=={v}"}}}
 subjects:
   none: {}
 cells:

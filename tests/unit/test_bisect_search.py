@@ -11,7 +11,8 @@ from mlxcompat import bisect as bisect_mod
 from mlxcompat.matrix import parse_matrix
 
 VERSIONS = ["0.30.4", "0.30.5", "0.30.6", "0.30.7", "0.31.1", "0.31.2", "0.31.3", "0.32.0"]
-MATRIX = parse_matrix({"schema": 1, "mlx_requirement": {"linux": "x=={v}", "darwin": "x=={v}"},
+MATRIX = parse_matrix({"schema": 1,
+                       "backends": {"cpu": {"device": "cpu", "requirement": {"linux": "x=={v}"}}},
                        "subjects": {"none": {}}, "cells": [{"mlx-lm": "0.32.0", "mlx": "0.32.2"}]})
 
 

@@ -14,7 +14,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 BASE = {
     "schema": 1,
-    "mlx_requirement": {"linux": "mlx[cpu]=={v}", "darwin": "mlx=={v}"},
+    "backends": {"cpu": {"device": "cpu",
+                         "requirement": {"linux": "mlx[cpu]=={v}", "darwin": "mlx=={v}"}}},
     "subjects": {"none": {}, "mine": {"entry_points": {"mamba": "pkg.mod:fn"}}},
     "cells": [{"mlx-lm": "0.32.2", "mlx": "0.32.2"}],
     "expectations": [],
@@ -134,3 +135,17 @@ def test_expectation_matching_by_specifier_and_pattern() -> None:
 def test_round_trip_of_project_matrix_through_yaml() -> None:
     data = yaml.safe_load((ROOT / "matrix.yaml").read_text())
     assert parse_matrix(data).cells == load_matrix(ROOT / "matrix.yaml").cells
+
+
+def test_backend_recipes_per_platform() -> None:
+    matrix = load_matrix(ROOT / "matrix.yaml")
+    (cell,) = [c for c in matrix.cells if c.id == "mlx-lm-0.32.2"]
+    assert cell.requirements(matrix.mlx_template("linux", "cuda"))[-1] == "mlx[cuda13]==0.32.2"
+    assert cell.requirements(matrix.mlx_template("darwin", "metal"))[-1] == "mlx==0.32.2"
+    assert matrix.backend("cuda").device == "gpu" and matrix.backend().name == "cpu"
+    with pytest.raises(MatrixError, match="backend cuda cannot be installed on darwin"):
+        matrix.mlx_template("darwin", "cuda")
+
+
+def test_unknown_default_backend() -> None:
+    assert "settings.backend: 'tpu'; known: cpu" in _error(_with("settings", {"backend": "tpu"}))

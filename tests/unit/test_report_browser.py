@@ -18,7 +18,8 @@ pytestmark = pytest.mark.skipif(find_browser() is None,
                                 reason="no Chromium installed (.ci/run installs Debian's)")
 
 FIXTURES = Path(__file__).parent / "fixtures" / "raw"
-MATRIX = {"schema": 1, "mlx_requirement": {"linux": "mlx[cpu]=={v}", "darwin": "mlx=={v}"},
+MATRIX = {"schema": 1,
+          "backends": {"cpu": {"device": "cpu", "requirement": {"linux": "mlx[cpu]=={v}"}}},
           "subjects": {"none": {}, "mlxcompat": {}},
           "cells": [{"mlx-lm": "0.32.2", "mlx": "0.32.2"}]}
 
@@ -39,7 +40,7 @@ def test_matrix_table_and_plot_are_rendered(page: Path) -> None:
     dom = rendered_dom(page)
     assert 'id="matrix-parity"' in dom
     assert re.search(r'<img alt="Verdicts per release" src="data:image/png;base64,', dom)
-    assert re.search(r'<img alt="Speedup per batch size" src="data:image/png;base64,', dom)
+    assert re.search(r'<img alt="Speedup per batch size \(cpu\)" src="data:image/png;base64,', dom)
     assert "rows shown" in dom
     assert all("display: none" not in row for row in _rows(dom, "none"))
 

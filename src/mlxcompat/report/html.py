@@ -14,6 +14,7 @@ from mlxcompat.report.tables import (
     MARK,
     Notes,
     bench_rows,
+    by_backend,
     env_rows,
     patch_table,
     verdict_tables,
@@ -49,7 +50,7 @@ def render_html(report: dict[str, Any], changes: dict[str, Any],
         legend=" · ".join(f"{g} {v}" for v, g in MARK.items())
         + " · * expected per matrix.yaml · ! unexpected (outlined) · [n] footnote",
         patches=patch_table(report),
-        plots=all_plots(report), bench=bench_rows(report), env=env_rows(report),
+        plots=all_plots(report), bench=by_backend(bench_rows(report)), env=env_rows(report),
         env_keys=ENV_KEYS, notes=list(notes.texts),
         extra=[Markup(section) for section in (extra or [])],
     )

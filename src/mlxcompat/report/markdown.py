@@ -15,6 +15,7 @@ from mlxcompat.report.tables import (
     Notes,
     Table,
     bench_rows,
+    by_backend,
     env_rows,
     patch_table,
     verdict_tables,
@@ -103,19 +104,25 @@ def _bench(report: dict[str, Any]) -> list[str]:
     rows = bench_rows(report)
     if not rows:
         return ["## Throughput", "", "No throughput rows (run with `--bench=quick|full`).", ""]
-    body = []
-    for b in rows:
-        mean = f"{b['mean']:.1f} ± {b['sd']:.1f}" if b["mean"] is not None else ""
-        body.append([b["release"], b.get("backend", ""), b.get("model"), b.get("label", ""),
-                     b.get("subject"), b.get("batch"), mean,
-                     f"{b['cv']:.1%}" if b["cv"] is not None else "",
-                     _num(b.get("speedup"), "{:.2f}×"), _num(b.get("overhead"), "{:+.1%}")])
-    note = ("Throughput from different backends is never compared: each row names its backend. "
-            "Hosted macOS runners use a paravirtual GPU; their figures are not comparable to "
-            "real hardware.")
-    return ["## Throughput", "", note, "",
-            *_table(["release", "backend", "model", "dtype", "subject", "batch",
-                     "gen tok/s", "CV", "speedup", "overhead vs none"], body)]
+    out = ["## Throughput", "", "One table per backend: CPU and GPU figures are never compared "
+           "with each other. Hosted macOS runners use a paravirtual GPU; figures from there are "
+           "marked as not comparable to real hardware.", ""]
+    for backend, group in by_backend(rows).items():
+        body = []
+        for b in group:
+            mean = f"{b['mean']:.1f} ± {b['sd']:.1f}" if b["mean"] is not None else ""
+            body.append([b["release"], b.get("model"), b.get("subject"), b.get("batch"), mean,
+                         f"{b['cv']:.1%}" if b["cv"] is not None else "",
+                         _num(b.get("prefill_tok_s"), "{:.0f}"),
+                         _num(b.get("sequential_tok_s"), "{:.1f}"),
+                         _num(b.get("speedup"), "{:.2f}×"), _num(b.get("overhead"), "{:+.1%}"),
+                         _num(b.get("peak_memory_mb"), "{:.1f}"), b.get("error") or b["note"]])
+        devices = ", ".join(sorted({b["device"] for b in group if b["device"]}))
+        out += [f"### {backend}" + (f" ({devices})" if devices else ""), "",
+                *_table(["release", "model", "subject", "batch", "gen tok/s", "CV",
+                         "prefill tok/s", "sequential tok/s", "speedup", "overhead vs none",
+                         "peak MB", "note"], body)]
+    return out
 
 
 def _num(value: Any, fmt: str) -> str:

@@ -7,7 +7,7 @@ import io
 from collections import defaultdict
 from typing import Any
 
-from mlxcompat.report.tables import GLYPH, bench_rows, column_label
+from mlxcompat.report.tables import GLYPH, bench_rows, by_backend, column_label
 
 COLORS = {"pass": "#2e7d32", "fail": "#c62828", "error": "#6a1b9a", "skip": "#9e9e9e"}
 
@@ -46,59 +46,55 @@ def verdicts_per_release(report: dict[str, Any]) -> str:
     return _png(fig)
 
 
-def tok_s_per_release(report: dict[str, Any]) -> str | None:
+def tok_s_per_release(rows: list[dict[str, Any]], backend: str) -> str | None:
     """Generation tok/s of subject `none` at each model's largest batch, per release."""
-    rows = [b for b in bench_rows(report) if b.get("subject") == "none" and b["mean"]
-            and not b.get("label")]
+    rows = [b for b in rows if b.get("subject") == "none" and b["mean"]]
     if not rows:
         return None
-    series: dict[tuple[str, str], dict[str, tuple[int, float]]] = defaultdict(dict)
+    series: dict[str, dict[str, tuple[int, float]]] = defaultdict(dict)
     for b in rows:
-        key = (b["model"], b.get("backend", "cpu"))
-        best = series[key].get(b["release"])
+        best = series[b["model"]].get(b["release"])
         if best is None or b["batch"] >= best[0]:
-            series[key][b["release"]] = (b["batch"], b["mean"])
+            series[b["model"]][b["release"]] = (b["batch"], b["mean"])
     order = list(dict.fromkeys(b["release"] for b in rows))
     fig, ax = _figure()
-    for (model, backend), points in sorted(series.items()):
+    for model, points in sorted(series.items()):
         xs = [r for r in order if r in points]
-        ax.plot(xs, [points[r][1] for r in xs], marker="o", label=f"{model} ({backend})")
+        ax.plot(xs, [points[r][1] for r in xs], marker="o", label=model)
     ax.set_ylabel("generation tok/s")
-    ax.set_title("Generation throughput per release (largest batch, no patch)")
+    ax.set_title(f"Generation throughput per release on {backend} (largest batch, no patch)")
     ax.tick_params(axis="x", rotation=60)
     ax.legend(fontsize=8)
     return _png(fig)
 
 
-def speedup_per_batch(report: dict[str, Any]) -> str | None:
-    """Batched / sequential speedup against batch size, per model and backend (subject none)."""
-    rows = [b for b in bench_rows(report) if b.get("subject") == "none"
-            and isinstance(b.get("speedup"), int | float) and not b.get("label")]
+def speedup_per_batch(rows: list[dict[str, Any]], backend: str) -> str | None:
+    """Batched / sequential speedup against batch size per model, newest release (no patch)."""
+    rows = [b for b in rows if b.get("subject") == "none"
+            and isinstance(b.get("speedup"), int | float)]
     if not rows:
         return None
-    latest: dict[tuple[str, str], str] = {}
-    for b in rows:
-        latest[(b["model"], b.get("backend", "cpu"))] = b["cell"]
+    latest = {b["model"]: b["cell"] for b in rows}
     fig, ax = _figure()
-    for (model, backend), cell in sorted(latest.items()):
+    for model, cell in sorted(latest.items()):
         pts = sorted((b["batch"], b["speedup"]) for b in rows
                      if b["cell"] == cell and b["model"] == model)
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o",
-                label=f"{model} ({backend}, {cell})")
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=f"{model} ({cell})")
     ax.set_xscale("log", base=2)
     ax.set_xlabel("batch size")
     ax.set_ylabel("speedup over sequential")
-    ax.set_title("Batching speedup per batch size")
+    ax.set_title(f"Batching speedup per batch size on {backend}")
     ax.legend(fontsize=8)
     return _png(fig)
 
 
 def all_plots(report: dict[str, Any]) -> list[tuple[str, str]]:
-    """(title, base64 PNG) for every plot that has data."""
+    """(title, base64 PNG) for every plot that has data; throughput plots per backend."""
     plots = [("Verdicts per release", verdicts_per_release(report))]
-    for title, fn in (("Throughput per release", tok_s_per_release),
-                      ("Speedup per batch size", speedup_per_batch)):
-        png = fn(report)
-        if png:
-            plots.append((title, png))
+    for backend, rows in by_backend(bench_rows(report)).items():
+        for title, fn in ((f"Throughput per release ({backend})", tok_s_per_release),
+                          (f"Speedup per batch size ({backend})", speedup_per_batch)):
+            png = fn(rows, backend)
+            if png:
+                plots.append((title, png))
     return plots

@@ -114,19 +114,39 @@ def patch_table(report: dict[str, Any]) -> Table:
     return table
 
 
+def comparability(env: dict[str, Any]) -> str:
+    """Why a cell's throughput is not comparable to real hardware ('' when it is)."""
+    if env.get("forced_cpu"):
+        return "GPU passed over for the CPU: " + str(env["forced_cpu"])
+    if "paravirtual" in str(env.get("device_name", "")).lower():
+        return "paravirtual GPU: not comparable to real hardware"
+    return ""
+
+
 def bench_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
-    """Throughput rows in cell order, with CV and overhead where the row has them."""
+    """Throughput rows in cell order, with CV, backend and a comparability note."""
     order = {c["cell"]: i for i, c in enumerate(report["cells"])}
     labels = {c["cell"]: column_label(c) for c in report["cells"]}
+    envs = {c["cell"]: c["env"] for c in report["cells"]}
     rows = []
     for b in sorted(report["bench"], key=lambda b: (order.get(b["cell"], 0), b.get("model", ""),
                                                      b.get("subject", ""), b.get("batch", 0))):
         gen = b.get("gen_tok_s") or {}
         mean, sd = gen.get("mean"), gen.get("stddev")
         cv = sd / mean if isinstance(mean, int | float) and mean and sd is not None else None
+        env = envs.get(b["cell"], {})
         rows.append({**b, "release": labels.get(b["cell"], b["cell"]), "mean": mean, "sd": sd,
-                     "cv": cv})
+                     "cv": cv, "backend": b.get("backend") or env.get("backend", "cpu"),
+                     "device": env.get("device_name", ""), "note": comparability(env)})
     return rows
+
+
+def by_backend(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Throughput grouped by backend: CPU and GPU figures are never put in one comparison."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        groups.setdefault(row["backend"], []).append(row)
+    return groups
 
 
 ENV_KEYS = ("mlx", "mlx-lm", "mlx-vlm", "transformers")
