@@ -1,4 +1,4 @@
-"""Sessions: matrix (one per cell of matrix.yaml), report, tests, lint.
+"""Sessions: matrix (one per cell of matrix.yaml), probe, report, tests, lint.
 
 Every list of releases comes from matrix.yaml; nothing here names a version except the
 old mlx-lm the unit tests also run against.
@@ -31,7 +31,7 @@ LABEL = os.environ.get("MLXCOMPAT_LABEL", "")
 BACKEND = os.environ.get("MLXCOMPAT_BACKEND", MATRIX.settings["backend"])
 
 nox.options.default_venv_backend = "uv|virtualenv"
-nox.options.sessions = ["matrix", "report"]
+nox.options.sessions = ["matrix", "probe", "report"]
 
 UNIT_ENVS = {
     "latest": [".[test,report,latest]"],
@@ -84,6 +84,7 @@ def _install_cell(session: nox.Session, cell: Cell, log: Path) -> dict:
 @nox.parametrize("cell", [nox.param(c.id, id=c.id, tags=list(c.tags)) for c in MATRIX.cells])
 def matrix(session: nox.Session, cell: str) -> None:
     """One cell of matrix.yaml: install its pinned releases, run every check, write its JSON."""
+    session.notify("probe")
     session.notify("report")
     spec = MATRIX.cell(cell)
     name = f"{cell}@{LABEL}" if LABEL else cell
@@ -107,6 +108,14 @@ def matrix(session: nox.Session, cell: str) -> None:
         "--backend", BACKEND, *session.posargs,
         env={"HF_HUB_OFFLINE": "1"},
     )
+
+
+@nox.session(python=MATRIX.settings["python"])
+def probe(session: nox.Session) -> None:
+    """Static API-drift table of every release in matrix.yaml, read from the wheels."""
+    session.install("-e", ".")
+    session.run("mlxcompat", "--matrix", str(MATRIX_FILE), "probe",
+                "--cache", str(ROOT / ".nox" / "wheels"), "--out", str(RAW.parent / "probe.json"))
 
 
 @nox.session(python=MATRIX.settings["python"])

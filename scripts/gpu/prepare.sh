@@ -4,7 +4,7 @@
 #   .gpu/wheels/   mlx (cp312), mlx-lm (pure Python)        — small, carried as they are
 #   .gpu/cuda.part00, .gpu/cuda.part01                      — the ~90 MB mlx-cuda-13 wheel,
 #                     unpacked, xz -9 compressed and split in two so each part fits one call.
-# Versions come from matrix.yaml (the cell) and settings.backends.cuda (the mlx pin).
+# Versions come from the cell in matrix.yaml (its mlx-lm and mlx pins).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 cell=${1:-mlx-lm-0.32.2}
@@ -14,7 +14,7 @@ sys.path.insert(0, "src")
 from mlxcompat.matrix import load_matrix
 m = load_matrix("matrix.yaml")
 c = m.cell(sys.argv[1])
-print(c.pins["mlx-lm"], m.settings["backends"]["cuda"].get("mlx", c.pins["mlx"]))
+print(c.pins["mlx-lm"], c.pins["mlx"])
 PY
 )
 echo "cell $cell: mlx-lm $lm, mlx $mlx (cuda13)"
