@@ -123,7 +123,7 @@ def report(session: nox.Session) -> None:
     """compat.{json,md,html} from reports/raw, diffed against the baseline (after every cell)."""
     session.install("-e", ".[report]")
     # posargs are shared with the matrix cells when notified: take only the report's own.
-    own = [a for a in session.posargs if a in ("--accept", "--no-html")]
+    own = [a for a in session.posargs if a in ("--accept", "--no-html", "--screenshot")]
     session.run("mlxcompat", "--matrix", str(MATRIX_FILE), "report", "--raw", str(RAW), *own)
 
 

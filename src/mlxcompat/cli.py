@@ -69,6 +69,13 @@ def cmd_report(args: argparse.Namespace, matrix: Matrix) -> int:
         took = f" {install['seconds']}s" if install.get("seconds") is not None else ""
         print(f"[mlxcompat] {summary_line(doc)} | install {install.get('status', '?')}{took}")
     code, line = build_report(paths, matrix, accept=args.accept, html=not args.no_html)
+    if args.screenshot and not args.no_html:
+        from mlxcompat.report.browser import find_browser, screenshot
+
+        if find_browser() is None:
+            print("mlxcompat report: no Chromium found; compat.png not made", file=sys.stderr)
+        else:
+            screenshot(paths.out / "compat.html", paths.out / "compat.png")
     print(line)
     return code
 
@@ -144,6 +151,8 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--out", type=Path, default=None, help="default: the folder above --raw")
     report.add_argument("--accept", action="store_true", help="promote this report to baseline")
     report.add_argument("--no-html", action="store_true", help="skip compat.html (no jinja2)")
+    report.add_argument("--screenshot", action="store_true",
+                        help="also compat.png of the page (headless Chromium)")
     report.set_defaults(func=cmd_report)
     probe = sub.add_parser("probe", help="static API-drift table of every matrix release")
     probe.add_argument("--cache", type=Path, default=Path(".nox/wheels"), help="wheel cache")

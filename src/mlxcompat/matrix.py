@@ -66,21 +66,24 @@ class Cell:
 
 @dataclass(frozen=True)
 class Expectation:
-    match: dict[str, str]
+    """A known outcome. `match` maps a key to a version specifier (mlx-lm, mlx-vlm, mlx) or to
+    glob patterns (check, model, mode, subject, cell), any one of which may match."""
+
+    match: dict[str, tuple[str, ...]]
     verdict: str
     reason: str
     link: str = ""
 
     def matches(self, result: dict[str, Any], cell: str, packages: dict[str, str]) -> bool:
         """Does this entry cover `result` of `cell` run with `packages` (name -> version)?"""
-        for key, pattern in self.match.items():
+        for key, patterns in self.match.items():
             if key in PINNED:
                 version = packages.get(key)
-                if version is None or Version(version) not in SpecifierSet(pattern):
+                if version is None or Version(version) not in SpecifierSet(patterns[0]):
                     return False
             else:
                 value = cell if key == "cell" else str(result.get(key, ""))
-                if not fnmatch.fnmatchcase(value, pattern):
+                if not any(fnmatch.fnmatchcase(value, p) for p in patterns):
                     return False
         return True
 
@@ -257,17 +260,19 @@ def _expectation(raw: Any, i: int, subjects: dict[str, SubjectSpec]) -> Expectat
             except InvalidSpecifier:
                 msg = f"{match[key]!r} is not a version specifier (e.g. '>=0.30.4')"
                 raise _fail(f"{path}.match.{key}", msg) from None
+    patterns = {k: tuple(str(p) for p in v) if isinstance(v, list) else (str(v),)
+                for k, v in match.items()}
     checks = {"check": KNOWN_CHECKS, "model": KNOWN_MODELS, "subject": tuple(subjects)}
     for key, known in checks.items():
-        value = str(match.get(key, "*"))
-        if not any(fnmatch.fnmatchcase(k, value) for k in known):
-            msg = f"{value!r} matches no known {key}: {', '.join(known)}"
-            raise _fail(f"{path}.match.{key}", msg)
+        for value in patterns.get(key, ("*",)):
+            if not any(fnmatch.fnmatchcase(k, value) for k in known):
+                msg = f"{value!r} matches no known {key}: {', '.join(known)}"
+                raise _fail(f"{path}.match.{key}", msg)
     if raw.get("verdict") not in VERDICTS:
         raise _fail(f"{path}.verdict", f"{raw.get('verdict')!r}; allowed: {', '.join(VERDICTS)}")
     if not str(raw.get("reason", "")).strip():
         raise _fail(f"{path}.reason", "every expectation needs a reason")
-    return Expectation({k: str(v) for k, v in match.items()}, raw["verdict"], raw["reason"],
+    return Expectation(patterns, raw["verdict"], " ".join(str(raw["reason"]).split()),
                        str(raw.get("link", "")))
 
 

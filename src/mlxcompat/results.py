@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 import traceback
 from dataclasses import asdict, dataclass, field
@@ -65,6 +66,20 @@ def describe_exception(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {message}{where}"
 
 
+_SITE = re.compile(r"/\S*?/site-packages/")
+
+
+def strip_site_paths(text: str) -> str:
+    """Drop venv-specific prefixes (.../site-packages/) so equal errors read equal."""
+    return _SITE.sub("", text)
+
+
+def short_error(exc: BaseException) -> str:
+    """`Type: first line of the message`, without venv paths."""
+    lines = str(exc).strip().splitlines()
+    return strip_site_paths(f"{type(exc).__name__}: {lines[0] if lines else ''}")
+
+
 def write_json_atomic(path: Path, data: Any) -> None:
     """Write JSON to a temp file in the same folder, then rename: no reader sees half a file."""
     path = Path(path)
@@ -74,6 +89,7 @@ def write_json_atomic(path: Path, data: Any) -> None:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             json.dump(data, fh, indent=1, sort_keys=False, default=str)
             fh.write("\n")
+        os.chmod(tmp, 0o644)  # mkstemp's 0600 would make reports unreadable to others
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

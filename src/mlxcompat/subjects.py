@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from mlxcompat.drivers import targets
+from mlxcompat.results import short_error
 
 
 class _Capture(logging.Handler):
@@ -65,7 +66,7 @@ def apply_entry_point(subject: str, role: str, entry_point: str) -> dict[str, An
         returned = func()
     except Exception as exc:
         status = "unavailable" if _package_missing(exc, entry_point) else "error"
-        return {**row, "status": status, "detail": f"{type(exc).__name__}: {exc}"}
+        return {**row, "status": status, "detail": short_error(exc)}
     finally:
         root.removeHandler(capture)
         root.setLevel(old_level)

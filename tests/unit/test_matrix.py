@@ -149,3 +149,15 @@ def test_backend_recipes_per_platform() -> None:
 
 def test_unknown_default_backend() -> None:
     assert "settings.backend: 'tpu'; known: cpu" in _error(_with("settings", {"backend": "tpu"}))
+
+
+def test_expectation_lists_are_any_of() -> None:
+    exp = {"match": {"subject": ["none", "mine"], "model": "mamba"}, "verdict": "error",
+           "reason": "no patch"}
+    matrix = parse_matrix(_with("expectations", [exp]))
+    row = {"check": "parity", "model": "mamba", "mode": "fresh"}
+    assert matrix.expectation_for({**row, "subject": "mine"}, "c", {}) is not None
+    assert matrix.expectation_for({**row, "subject": "other"}, "c", {}) is None
+    bad = {"match": {"subject": ["none", "nobody"]}, "verdict": "error", "reason": "r"}
+    assert "expectations[0].match.subject: 'nobody' matches no known" in _error(
+        _with("expectations", [bad]))

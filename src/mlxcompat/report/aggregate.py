@@ -50,7 +50,9 @@ def _outcome(row: dict[str, Any], matrix: Matrix | None, packages: dict[str, str
     exp = matrix.expectation_for(row, row["cell"], packages) if matrix else None
     if exp is not None:
         row.update(expected=exp.verdict, reason=exp.reason, link=exp.link)
-        row["outcome"] = "expected" if row["verdict"] == exp.verdict else "unexpected"
+        # A skip (not applicable here) never counts against an expectation of something else.
+        same = row["verdict"] in (exp.verdict, "skip")
+        row["outcome"] = "expected" if same else "unexpected"
     else:
         row.update(expected=None, reason="", link="")
         row["outcome"] = "expected" if row["verdict"] in ("pass", "skip") else "unexpected"

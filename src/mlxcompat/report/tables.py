@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from mlxcompat.results import strip_site_paths
+
 GLYPH = {"pass": "✅", "fail": "❌", "error": "💥", "skip": "➖"}
 # Plain-text marks for HTML, coloured by CSS: they render without an emoji font.
 MARK = {"pass": "✓", "fail": "✗", "error": "E", "skip": "–"}
@@ -72,6 +74,10 @@ def column_label(cell: dict[str, Any]) -> str:
 
 
 def _note_text(row: dict[str, Any]) -> str:
+    return strip_site_paths(_raw_note(row))
+
+
+def _raw_note(row: dict[str, Any]) -> str:
     delta = row["metrics"].get("max_abs_delta")
     head = f"{row['cell']} {row['check']} {row['model']} {row['mode']} {row['subject']}".split()
     reason = f" — known: {row['reason']}" if row.get("reason") else ""
