@@ -9,10 +9,11 @@ stage=${STAGE:-/tmp/mlxcompat-stage}
 cell=${1:-mlx-lm-0.32.2}
 out=${OUT:-reports/raw}
 site=/tmp/site
-mkdir -p "$site" "$out"
-cat "$stage"/cuda.part0* | xz -d | tar -C "$site" -xf -
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+rm -rf "$site" && mkdir -p "$site" "$out"
+# pip first: --target would replace an existing mlx/ folder; the CUDA files go in on top.
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
   --target "$site" .gpu/wheels/*.whl
+cat "$stage"/cuda.part0* | xz -d | tar -C "$site" -xf -
 py_site=$(python3 -c 'import site; print(site.getsitepackages()[0])')
 LD_LIBRARY_PATH=$(ls -d "$py_site"/nvidia/*/lib 2>/dev/null | paste -sd: -)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export LD_LIBRARY_PATH PYTHONPATH="$site:$PWD/src" HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1
