@@ -69,6 +69,9 @@ def _bench_part(part: Path) -> Path:
 
 def _env(opts: RunOptions, subject: SubjectSpec) -> dict[str, str]:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1"}
+    # float32 means float32: MLX runs fp32 matmuls as TF32 on CUDA (and M5 Metal) unless
+    # told not to, which alone moves batched vs single by ~1e-3 (ml-explore/mlx#3860).
+    env.setdefault("MLX_ENABLE_TF32", "0")
     if subject.install and opts.subject_dir is not None:
         extra = str(opts.subject_dir / subject.name)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (extra, env.get("PYTHONPATH")) if p)

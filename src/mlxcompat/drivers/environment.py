@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import platform
 import sys
 from importlib import metadata
@@ -48,6 +49,7 @@ def describe_environment() -> dict[str, Any]:
         "python": platform.python_version(),
         "platform": f"{sys.platform}-{platform.machine()}",
         "packages": {p: v for p in PACKAGES if (v := _version(p))},
+        "mlx_enable_tf32": os.environ.get("MLX_ENABLE_TF32"),
     }
     try:
         env["backend"], env["device_name"] = _backend_and_device()
