@@ -93,7 +93,8 @@ def matrix(session: nox.Session, cell: str) -> None:
     log = Path(session.virtualenv.location) / "install.log"
     log.write_text("")
     install = _install_cell(session, spec, log)
-    print(f"[mlxcompat] {cell}: install {install['status']} in {install['seconds']}s")
+    how = "skipped (-R: venv reused)" if install["reused"] else f"{install['status']} in"
+    print(f"[mlxcompat] {cell}: install {how} {install['seconds']}s")
     if install["status"] != "ok":
         doc = empty_cell(name)
         doc["install"] = install
