@@ -12,7 +12,6 @@ import json
 import os
 import subprocess
 import time
-import urllib.request
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,38 +19,9 @@ from typing import Any
 
 import yaml
 from packaging.requirements import Requirement
-from packaging.utils import (
-    InvalidSdistFilename,
-    InvalidWheelFilename,
-    parse_sdist_filename,
-    parse_wheel_filename,
-)
-from packaging.version import Version
 
 from mlxcompat.matrix import Matrix
-from mlxcompat.probe import wheel_for
-
-SIMPLE = "https://pypi.org/simple/{}/"
-
-
-def releases(package: str, low: str, high: str) -> list[str]:
-    """Final, non-yanked releases of `package` from `low` to `high` inclusive, oldest first."""
-    request = urllib.request.Request(SIMPLE.format(package),
-                                     headers={"Accept": "application/vnd.pypi.simple.v1+json"})
-    with urllib.request.urlopen(request, timeout=60) as response:
-        index = json.load(response)
-    files: dict[Version, list[bool]] = {}
-    for f in index["files"]:
-        name = f["filename"]
-        try:
-            version = (parse_wheel_filename(name)[1] if name.endswith(".whl")
-                       else parse_sdist_filename(name)[1])
-        except (InvalidWheelFilename, InvalidSdistFilename):
-            continue
-        files.setdefault(version, []).append(bool(f.get("yanked")))
-    lo, hi = Version(low), Version(high)
-    kept = [v for v, yanked in files.items() if not all(yanked)]
-    return [str(v) for v in sorted(kept) if lo <= v <= hi and not v.is_prerelease]
+from mlxcompat.pypi import releases, wheel_for
 
 
 def mlx_floor(wheel: Path) -> str:

@@ -1,13 +1,11 @@
 """`mlxcompat probe`: the patch targets of every release in the matrix, read from its wheels.
 
-Wheels are fetched once (`pip download --no-deps`) into a cache folder; reading one is well
+Wheels are fetched once from the index into a cache folder; reading one is well
 under a second. The result, reports/probe.json, feeds the report's API-drift section.
 """
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -20,25 +18,8 @@ from mlxcompat.drivers.static_probe import (
     read_wheel,
 )
 from mlxcompat.matrix import Matrix
+from mlxcompat.pypi import wheel_for
 from mlxcompat.results import write_json_atomic
-
-
-def wheel_for(package: str, version: str, cache: Path) -> Path:
-    """The wheel of `package==version` in `cache`, downloaded there once if missing."""
-    stem = package.replace("-", "_")
-    found = sorted(cache.glob(f"{stem}-{version}-*.whl"))
-    if found:
-        return found[0]
-    cache.mkdir(parents=True, exist_ok=True)
-    proc = subprocess.run(
-        [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
-         "--disable-pip-version-check", f"{package}=={version}", "-d", str(cache)],
-        capture_output=True, text=True, check=False)
-    found = sorted(cache.glob(f"{stem}-{version}-*.whl"))
-    if proc.returncode != 0 or not found:
-        tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no wheel"]
-        raise RuntimeError(f"cannot fetch {package}=={version}: {tail[0]}")
-    return found[0]
 
 
 def probe_release(pins: dict[str, str], cache: Path) -> dict[str, Any]:

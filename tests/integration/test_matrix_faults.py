@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -29,9 +30,10 @@ def test_failed_install_is_recorded_and_the_next_cell_runs(tmp_path: Path) -> No
     (tmp_path / "matrix.yaml").write_text(TINY)
     raw = tmp_path / "raw"
     env = {**os.environ, "MLXCOMPAT_MATRIX": str(tmp_path / "matrix.yaml"),
-           "MLXCOMPAT_RAW": str(raw)}
+           "MLXCOMPAT_RAW": str(raw), "MLXCOMPAT_SKIP_REPORT": "1"}
     proc = subprocess.run(
-        ["nox", "-f", str(ROOT / "noxfile.py"), "--envdir", str(tmp_path / "nox"), "-s", "matrix"],
+        ["nox", "-f", str(ROOT / "noxfile.py"), "--envdir", str(tmp_path / "nox"), "-s", "matrix",
+         "--", "--bench=off"],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=900, check=False,
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -44,5 +46,12 @@ def test_failed_install_is_recorded_and_the_next_cell_runs(tmp_path: Path) -> No
     verdicts = {(r["check"], r["mode"]): r["verdict"] for r in ok["results"]}
     assert verdicts[("parity", "fresh")] == "pass"
     assert ok["env"]["packages"]["mlx-lm"] == "0.32.2"
-    report_lines = (proc.stdout + proc.stderr).splitlines()
-    assert any("mlx-lm-0.0.999" in line and "install failed" in line for line in report_lines)
+    report = subprocess.run(
+        [sys.executable, "-m", "mlxcompat.cli", "--matrix", str(tmp_path / "matrix.yaml"),
+         "report", "--raw", str(raw), "--no-html"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300, check=False,
+    )
+    lines = report.stdout.splitlines()
+    assert any("mlx-lm-0.0.999" in line and "install failed" in line for line in lines)
+    assert report.returncode == 1, "an install failure nobody expected must fail the report"
+    assert lines[-1] == "mlxcompat report: FAILED: 1 unexpected outcome(s)"
