@@ -17,7 +17,6 @@ from typing import Any, Literal
 SCHEMA = 1
 Verdict = Literal["pass", "fail", "error", "skip"]
 VERDICTS: tuple[str, ...] = ("pass", "fail", "error", "skip")
-PATCH_STATUSES: tuple[str, ...] = ("applied", "skipped", "not-applicable", "unavailable", "error")
 
 
 @dataclass

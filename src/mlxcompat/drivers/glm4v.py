@@ -67,26 +67,6 @@ def call_body_kind() -> str:
     return GLM4V_BODIES.get(call_body_digest(), "unknown")
 
 
-def mask_accepts_cache_list() -> bool:
-    """Whether the model module's `create_attention_mask` builds the batch mask from a list.
-
-    Older helpers only look for `make_mask` on the object itself, so a list silently gives a
-    plain causal mask and left padding is attended to.
-    """
-    language = glm4v_language_module()
-    _, batch_cls = cache_classes()
-    cache = batch_cls([1, 0])
-    h = mx.zeros((2, 2, 4))
-    try:
-        from_list = language.create_attention_mask(h, [cache])
-    except Exception:
-        return False
-    if not isinstance(from_list, mx.array):
-        return False
-    expected = cache.make_mask(2)
-    return bool(mx.array_equal(mx.broadcast_to(from_list, expected.shape), expected).item())
-
-
 class _StandInModel:
     """Plays a GLM4VModel for a probe: records positions and mask, computes nothing."""
 

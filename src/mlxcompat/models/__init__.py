@@ -19,11 +19,10 @@ class ModelSpec:
     name: str
     family: str  # "lm": mlx-lm BatchGenerator; "glm4v": mlx-vlm language model
     build: Callable[[int], Any]
-    ssm: bool = False  # carries recurrent (ArraysCache / MambaCache) state
 
 
-def _lm(name: str, ssm: bool) -> ModelSpec:
-    return ModelSpec(name, "lm", lambda seed: build_lm(name, seed), ssm)
+def _lm(name: str) -> ModelSpec:
+    return ModelSpec(name, "lm", lambda seed: build_lm(name, seed))
 
 
 def _glm4v(seed: int) -> Any:
@@ -32,16 +31,11 @@ def _glm4v(seed: int) -> Any:
     return build_glm4v_language_model(seed)
 
 
+LM_MODELS: tuple[str, ...] = tuple(LM_CONFIGS)
 MODELS: dict[str, ModelSpec] = {
-    "llama": _lm("llama", ssm=False),
-    "mamba": _lm("mamba", ssm=True),
-    "mamba2": _lm("mamba2", ssm=True),
-    "qwen3_next": _lm("qwen3_next", ssm=True),
-    "qwen3_5": _lm("qwen3_5", ssm=True),
+    **{name: _lm(name) for name in LM_MODELS},
     "glm4v_moe": ModelSpec("glm4v_moe", "glm4v", _glm4v),
 }
-LM_MODELS: tuple[str, ...] = tuple(n for n, s in MODELS.items() if s.family == "lm")
-assert set(LM_MODELS) == set(LM_CONFIGS)
 
 
 def build_model(name: str, seed: int = 0) -> Any:
