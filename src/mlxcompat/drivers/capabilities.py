@@ -154,12 +154,19 @@ def probe_lm() -> LmCapabilities:
     caps.ssm_history_counted = _history_counted(cache_mod)
     if bg is not None:
         caps.generator_keywords = [p for p in inspect.signature(bg).parameters if p != "model"]
-        caps.next_returns_tuple = "next_generated" in vars(bg) or _next_builds_tuple(bg)
+        caps.next_returns_tuple = _next_returns_tuple(bg)
         caps.stats_context_manager = hasattr(bg.stats, "__wrapped__")
     caps.peak_memory = hasattr(mx, "get_peak_memory")
     return caps
 
 
-def _next_builds_tuple(bg: type) -> bool:
-    src = inspect.getsource(bg._next) if hasattr(bg, "_next") else ""
-    return "prompt_responses, generation_responses" in src
+def _next_returns_tuple(bg: type) -> bool:
+    """The same ast rule the static probe applies to wheels, on the imported class."""
+    import ast
+    import textwrap
+
+    from mlxcompat.drivers.static_probe import returns_tuple
+
+    tree = ast.parse(textwrap.dedent(inspect.getsource(bg)))
+    cls = next(n for n in tree.body if isinstance(n, ast.ClassDef))
+    return returns_tuple(cls)

@@ -97,7 +97,7 @@ def probe_lm_sources(src: Mapping[str, str]) -> dict[str, Any]:
                 " [keyword-only]" if kwonly and not pos else "")
         insert = bg_methods.get("insert")
         row["insert(caches=)"] = "yes" if insert and "caches" in _positional(insert) else "no"
-        row["next() returns"] = "tuple (prompt, generation)" if _returns_tuple(bg) else "list"
+        row["next() returns"] = "tuple (prompt, generation)" if returns_tuple(bg) else "list"
         stats = bg_methods.get("stats")
         row["stats()"] = "absent" if stats is None else (
             "context manager" if any("contextmanager" in ast.unparse(d)
@@ -107,7 +107,8 @@ def probe_lm_sources(src: Mapping[str, str]) -> dict[str, Any]:
     return row
 
 
-def _returns_tuple(bg: ast.ClassDef) -> bool:
+def returns_tuple(bg: ast.ClassDef) -> bool:
+    """Does next() / _next() return a tuple (prompt, generation responses)?"""
     for fn in _methods(bg).values():
         if fn.name not in ("next", "_next"):
             continue
