@@ -1,13 +1,22 @@
-"""Throughput profiles and bench rows: batched vs sequential tok/s, speedup, patch overhead."""
+"""Throughput statistics: per-row medians with bootstrap confidence intervals, and the paired
+overhead of a patched subject against `none`.
+
+Rounds of the subjects of a cell are interleaved (see `mlxcompat.gate`), so round i of a
+subject and round i of `none` ran back to back; the overhead is the median of those per-round
+ratios, with a bootstrap interval over the pairs. Imports no mlx.
+"""
 
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
+
+BOOTSTRAP = 2000
+SEED = 20261130
 
 
 @dataclass(frozen=True)
@@ -21,6 +30,11 @@ class Profile:
     prompt_tokens: int
     gen_tokens: int
     models: tuple[str, ...]
+    gate: bool = False
+
+    @classmethod
+    def from_json(cls, raw: dict[str, Any]) -> Profile:
+        return cls(**{**raw, "batches": tuple(raw["batches"]), "models": tuple(raw["models"])})
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -32,42 +46,90 @@ def bench_prompts(batch: int, length: int, seed: int = 0) -> list[list[int]]:
     return [[int(t) for t in rng.integers(1, 128, size=length)] for _ in range(batch)]
 
 
-def summarise(values: Sequence[float]) -> dict[str, float | int]:
-    mean = statistics.fmean(values)
-    sd = statistics.stdev(values) if len(values) > 1 else 0.0
-    return {"mean": mean, "stddev": sd, "cv": sd / mean if mean else 0.0, "rounds": len(values)}
+def _bootstrap_median(values: np.ndarray) -> tuple[float, float]:
+    rng = np.random.default_rng(SEED)
+    picks = rng.integers(0, len(values), size=(BOOTSTRAP, len(values)))
+    medians = np.median(values[picks], axis=1)
+    return float(np.percentile(medians, 2.5)), float(np.percentile(medians, 97.5))
 
 
-def measure(run: Callable[[], Any], rounds: int, warmup: int) -> list[Any]:
-    """Warm-up runs (compile, allocate) then `rounds` measured ones."""
-    for _ in range(warmup):
-        run()
-    return [run() for _ in range(rounds)]
+def summarise(values: Sequence[float]) -> dict[str, Any]:
+    """Median, 95% bootstrap interval of the median (percentile method), mean, sd, CV."""
+    data = np.asarray([float(v) for v in values], dtype=np.float64)
+    if data.size == 0:
+        return {"rounds": 0}
+    mean = float(data.mean())
+    sd = float(data.std(ddof=1)) if data.size > 1 else 0.0
+    lo, hi = _bootstrap_median(data) if data.size > 1 else (float(data[0]), float(data[0]))
+    return {"median": float(np.median(data)), "ci95": [lo, hi], "mean": mean, "stddev": sd,
+            "cv": sd / mean if mean else 0.0, "rounds": int(data.size),
+            "values": [round(float(v), 3) for v in data]}
 
 
-def bench_row(model: str, subject: str, batch: int, profile: Profile, batched: list[Any],
-              sequential: list[Any] | None, peak_mb: float | None, backend: str) -> dict[str, Any]:
-    """One `bench` row of the cell JSON from measured batched (and sequential) timings."""
-    gen = summarise([t.decode_tok_s for t in batched])
-    row: dict[str, Any] = {
+def paired_ratio(subject: Sequence[float], reference: Sequence[float]) -> dict[str, Any] | None:
+    """Median of per-round ratios subject/reference with a bootstrap 95% interval."""
+    n = min(len(subject), len(reference))
+    if n == 0:
+        return None
+    ratios = np.asarray(subject[:n], dtype=np.float64) / np.asarray(reference[:n],
+                                                                     dtype=np.float64)
+    lo, hi = _bootstrap_median(ratios) if n > 1 else (float(ratios[0]), float(ratios[0]))
+    median = float(np.median(ratios))
+    significant = not (lo <= 1.0 <= hi)
+    return {"ratio": median, "ci95": [lo, hi], "pairs": n, "significant": significant,
+            "text": overhead_text(median, lo, hi, significant)}
+
+
+def overhead_text(ratio: float, lo: float, hi: float, significant: bool) -> str:
+    """Plain words: '8.1% slower (−9.0…−7.2%)', or 'no significant difference (…)'."""
+    span = f"({lo - 1:+.1%} … {hi - 1:+.1%})".replace("-", "−")
+    if not significant:
+        return f"no significant difference {span}"
+    change = ratio - 1.0
+    return f"{abs(change):.1%} {'slower' if change < 0 else 'faster'} {span}"
+
+
+def unpaired_change(now: Sequence[float], then: Sequence[float]) -> dict[str, Any] | None:
+    """Ratio of medians now/then with a bootstrap interval (resampling each side apart)."""
+    a, b = np.asarray(now, dtype=np.float64), np.asarray(then, dtype=np.float64)
+    if a.size < 2 or b.size < 2:
+        return None
+    rng = np.random.default_rng(SEED)
+    ra = np.median(a[rng.integers(0, a.size, size=(BOOTSTRAP, a.size))], axis=1)
+    rb = np.median(b[rng.integers(0, b.size, size=(BOOTSTRAP, b.size))], axis=1)
+    ratios = ra / rb
+    lo, hi = float(np.percentile(ratios, 2.5)), float(np.percentile(ratios, 97.5))
+    ratio = float(np.median(a) / np.median(b))
+    return {"ratio": ratio, "ci95": [lo, hi], "significant": not (lo <= 1.0 <= hi)}
+
+
+def bench_row(model: str, subject: str, batch: int, profile: Profile, decode: list[float],
+              prefill: list[float], peak_mb: float | None, backend: str) -> dict[str, Any]:
+    """One `bench` row of the cell JSON from measured rounds (tok/s per round)."""
+    gen = summarise(decode)
+    first_last = decode[0] / statistics.median(decode[-max(1, len(decode) // 3):]) \
+        if decode else None
+    return {
         "model": model, "subject": subject, "batch": batch, "backend": backend,
         "profile": profile.name, "prompt_tokens": profile.prompt_tokens,
         "gen_tokens": profile.gen_tokens, "gen_tok_s": gen,
-        "prefill_tok_s": statistics.fmean(t.prefill_tok_s for t in batched),
-        "sequential_tok_s": None, "speedup": None, "peak_memory_mb": peak_mb,
+        "prefill_tok_s": summarise(prefill), "sequential_tok_s": None, "speedup": None,
+        "peak_memory_mb": peak_mb, "first_round_ratio": first_last,
     }
-    if sequential:
-        seq = statistics.fmean(t.decode_tok_s for t in sequential)
-        row["sequential_tok_s"] = seq
-        row["speedup"] = gen["mean"] / seq if seq else None
-    return row
 
 
 def add_overhead(rows: list[dict[str, Any]]) -> None:
-    """Overhead of a patched subject against `none` on the same model, batch and backend."""
-    base = {(r["model"], r["batch"], r.get("backend"), r.get("label", "")): r for r in rows
-            if r["subject"] == "none" and r.get("gen_tok_s")}
+    """Paired overhead of every patched subject against `none` on the same model and batch;
+    speedup of every subject against `none`'s one-at-a-time throughput."""
+    base = {(r["model"], r["batch"], r.get("backend")): r for r in rows
+            if r["subject"] == "none" and (r.get("gen_tok_s") or {}).get("rounds")}
     for r in rows:
-        ref = base.get((r["model"], r["batch"], r.get("backend"), r.get("label", "")))
-        if r["subject"] != "none" and ref and r.get("gen_tok_s"):
-            r["overhead"] = r["gen_tok_s"]["mean"] / ref["gen_tok_s"]["mean"] - 1.0
+        ref = base.get((r["model"], r["batch"], r.get("backend")))
+        gen = r.get("gen_tok_s") or {}
+        if ref is None or not gen.get("rounds"):
+            continue
+        seq = ref.get("sequential_tok_s")
+        if isinstance(seq, int | float) and seq > 0:
+            r["speedup"] = gen["median"] / seq
+        if r["subject"] != "none" and not r.get("reused"):
+            r["overhead"] = paired_ratio(gen["values"], ref["gen_tok_s"]["values"])

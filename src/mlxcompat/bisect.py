@@ -2,26 +2,49 @@
 
 Candidates are all PyPI releases in the range (yanked and pre-releases skipped), not just the
 matrix cells. Each visited release becomes a cell of a generated matrix file pinned to the mlx
-floor its wheel declares, built and run through the same noxfile, so venvs of the main matrix
-(same cell id, same pins) are reused.
+floor its wheel declares, built and run through the project's noxfile, so venvs of the main
+matrix (same cell id, same pins) are reused. It fails loudly: unknown names, a nox run that
+fails or writes nothing, and a bound where the model does not exist are errors that say why.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import time
 import zipfile
-from dataclasses import dataclass, field
+from collections import deque
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 from packaging.requirements import Requirement
 
-from mlxcompat.matrix import Matrix
+from mlxcompat.matrix import SCHEMA, Matrix, MatrixError
 from mlxcompat.pypi import releases, wheel_for
+from mlxcompat.registry import CHECKS, builtin_document
+
+UNDECIDABLE = ("install-failed", "missing", "skip", "no-result")
+
+
+class BisectError(RuntimeError):
+    """The search cannot go on; the message says why and what to do."""
+
+
+def validate(matrix: Matrix, check: str, model: str, mode: str, subject: str) -> None:
+    runnable = [c for c in CHECKS if c not in ("run", "upstream-suite", "install")]
+    if check not in runnable:
+        raise MatrixError(f"unknown check {check!r}; valid: {', '.join(runnable)}")
+    if model not in matrix.registry.models:
+        raise MatrixError(f"unknown model {model!r}; valid: {', '.join(matrix.registry.models)}")
+    modes = matrix.registry.modes(check) or ()
+    if mode and modes and mode not in modes:
+        raise MatrixError(f"unknown mode {mode!r} of {check}; valid: {', '.join(modes)}")
+    if subject not in matrix.subjects:
+        raise MatrixError(f"unknown subject {subject!r}; valid: {', '.join(matrix.subjects)}")
 
 
 def mlx_floor(wheel: Path) -> str:
@@ -36,7 +59,20 @@ def mlx_floor(wheel: Path) -> str:
                 floors = [s.version for s in req.specifier if s.operator in (">=", "==")]
                 if floors:
                     return floors[0]
-    raise RuntimeError(f"{wheel.name} declares no mlx floor")
+    raise BisectError(f"{wheel.name} declares no mlx floor")
+
+
+def model_file(model: str) -> str | None:
+    """The mlx-lm model file a built-in model needs (None for a project's own model)."""
+    from mlxcompat.models.lm import LM_CONFIGS
+
+    config = LM_CONFIGS.get(model)
+    return f"mlx_lm/models/{config['model_type']}.py" if config else None
+
+
+def has_file(wheel: Path, name: str) -> bool:
+    with zipfile.ZipFile(wheel) as z:
+        return name in z.namelist()
 
 
 @dataclass
@@ -47,7 +83,7 @@ class Bisect:
     mode: str
     subject: str
     work: Path
-    root: Path
+    noxfile: Path
     seen: dict[str, tuple[str, str]] = field(default_factory=dict)
 
     def cell_id(self, version: str) -> str:
@@ -57,14 +93,22 @@ class Bisect:
         cells = [{"mlx-lm": v, "mlx": mlx_floor(wheel_for("mlx-lm", v, wheels)),
                   "models": [self.model], "subjects": [self.subject]} for v in versions]
         spec = self.matrix.subjects[self.subject]
-        doc = {"schema": 1, "settings": {"bench": {"default": "off"}},
+        builtin = builtin_document()
+        own_models = {n: {k: v for k, v in asdict(m).items() if k != "name"}
+                      for n, m in self.matrix.registry.models.items()
+                      if n not in builtin["models"]}
+        own_roles = {n: {k: v for k, v in asdict(r).items() if k != "name"}
+                     for n, r in self.matrix.registry.roles.items() if n not in builtin["roles"]}
+        install = [str((self.matrix.source_dir() / p).resolve()) if p in spec.paths else p
+                   for p in spec.install]
+        doc = {"schema": SCHEMA, "settings": {"bench": {"default": "off"}},
                "backends": {n: {"device": b.device, "requirement": b.requirement}
                             for n, b in self.matrix.backends.items()},
-               "subjects": {self.subject: {"install": list(spec.install),
+               "subjects": {self.subject: {"install": install,
                                            "entry_points": spec.entry_points}},
-               "cells": cells}
+               "models": own_models, "roles": own_roles, "cells": cells}
         path = self.work / "matrix.yaml"
-        path.write_text(yaml.safe_dump(doc, sort_keys=False))
+        path.write_text(yaml.safe_dump(json.loads(json.dumps(doc)), sort_keys=False))
         return path
 
     def verdict(self, version: str, matrix_file: Path) -> tuple[str, str]:
@@ -73,13 +117,18 @@ class Bisect:
             return self.seen[version]
         cell = self.cell_id(version)
         raw = self.work / "raw"
+        out = raw / f"{cell}.json"
+        out.unlink(missing_ok=True)  # a stale file must never stand in for this run
         env = {**os.environ, "MLXCOMPAT_MATRIX": str(matrix_file), "MLXCOMPAT_RAW": str(raw),
-               "MLXCOMPAT_LABEL": ""}
-        cmd = ["nox", "-f", str(self.root / "noxfile.py"), "-r", "-s", f"matrix({cell})", "--",
-               f"--checks={self.check}", f"--modes={self.mode}"]
+               "MLXCOMPAT_LABEL": "", "MLXCOMPAT_SKIP_REPORT": "1"}
+        cmd = ["nox", "-f", str(self.noxfile), "-r", "-s", f"matrix({cell})", "--",
+               f"--checks={self.check}", *([f"--modes={self.mode}"] if self.mode else []),
+               "--bench=off"]
         start = time.perf_counter()
-        subprocess.run(cmd, cwd=self.root, env=env, capture_output=True, check=False)
-        found = self._read(raw / f"{cell}.json")
+        code, tail = _run(cmd, self.noxfile.parent, env, self.work / f"nox-{version}.log")
+        found = self._read(out)
+        if code != 0 and found[0] in UNDECIDABLE:
+            found = ("no-result", f"nox exited {code}: {tail}")
         self.seen[version] = found
         print(f"[bisect] mlx-lm {version}: {found[0]}  ({time.perf_counter() - start:.1f}s)"
               + (f"  {found[1][:120]}" if found[1] else ""), flush=True)
@@ -89,15 +138,62 @@ class Bisect:
         try:
             doc: dict[str, Any] = json.loads(path.read_text())
         except (OSError, json.JSONDecodeError) as exc:
-            return "error", f"no cell result ({type(exc).__name__})"
+            return "no-result", f"no cell result ({type(exc).__name__})"
         if doc.get("install", {}).get("status") == "failed":
             tail = str(doc["install"].get("log_tail", "")).splitlines()
             return "install-failed", tail[-1] if tail else ""
-        for r in doc["results"]:
-            if (r["check"], r["model"], r["mode"], r["subject"]) == (
-                    self.check, self.model, self.mode, self.subject):
-                return r["verdict"], r["detail"] if r["verdict"] != "pass" else ""
-        return "missing", "the cell produced no such result"
+        found = [r for r in doc["results"] if (r["check"], r["model"], r["subject"]) == (
+            self.check, self.model, self.subject) and (not self.mode or r["mode"] == self.mode)]
+        if not found:
+            return "missing", "the cell produced no such result"
+        verdicts = sorted({r["verdict"] for r in found})
+        verdict = verdicts[0] if len(verdicts) == 1 else "/".join(verdicts)
+        detail = next((r["detail"] for r in found if r["verdict"] != "pass"), "")
+        return verdict, detail
+
+
+def _run(cmd: list[str], cwd: Path, env: dict[str, str], log: Path) -> tuple[int, str]:
+    """Run nox in its own process group, output to `log`; stop it if we are interrupted."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    tail: deque[str] = deque(maxlen=6)
+    with log.open("w") as fh:
+        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        try:
+            for line in proc.stdout:  # type: ignore[union-attr]
+                fh.write(line)
+                if line.strip():
+                    tail.append(line.strip())
+            code = proc.wait()
+        except BaseException:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+            raise
+    return code, " | ".join(tail)
+
+
+def _narrow(b: Bisect, versions: list[str], wheels: Path) -> list[str]:
+    """Drop releases where the model does not exist yet; say so."""
+    name = model_file(b.model)
+    if name is None:
+        return versions
+    present = [v for v in versions if has_file(wheel_for("mlx-lm", v, wheels), name)]
+    if not present:
+        raise BisectError(f"{b.model} exists in none of {versions[0]}–{versions[-1]}")
+    if present[0] != versions[0]:
+        print(f"[bisect] {b.model} first exists in mlx-lm {present[0]}; searching from there",
+              flush=True)
+    return present
+
+
+def _decided(b: Bisect, version: str, found: tuple[str, str]) -> str:
+    if found[0] in UNDECIDABLE:
+        raise BisectError(f"mlx-lm {version} gives no verdict to compare ({found[0]}: "
+                          f"{found[1][:200]}); see {b.work}/nox-{version}.log")
+    return found[0]
 
 
 def run_bisect(b: Bisect, low: str, high: str, wheels: Path) -> dict[str, Any]:
@@ -105,17 +201,20 @@ def run_bisect(b: Bisect, low: str, high: str, wheels: Path) -> dict[str, Any]:
     start = time.perf_counter()
     versions = releases("mlx-lm", low, high)
     if len(versions) < 2:
-        raise ValueError(f"fewer than two releases between {low} and {high}")
+        raise BisectError(f"fewer than two releases between {low} and {high}")
+    versions = _narrow(b, versions, wheels)
+    if len(versions) < 2:
+        raise BisectError(f"{b.model} exists only in {versions[0]} within the range")
     print(f"[bisect] {len(versions)} releases from {versions[0]} to {versions[-1]}", flush=True)
     b.work.mkdir(parents=True, exist_ok=True)
     matrix_file = b.write_matrix(versions, wheels)
     lo, hi = 0, len(versions) - 1
-    base = b.verdict(versions[lo], matrix_file)[0]
+    base = _decided(b, versions[lo], b.verdict(versions[lo], matrix_file))
     boundary = None
-    if b.verdict(versions[hi], matrix_file)[0] != base:
+    if _decided(b, versions[hi], b.verdict(versions[hi], matrix_file)) != base:
         while hi - lo > 1:
             mid = (lo + hi) // 2
-            if b.verdict(versions[mid], matrix_file)[0] == base:
+            if _decided(b, versions[mid], b.verdict(versions[mid], matrix_file)) == base:
                 lo = mid
             else:
                 hi = mid

@@ -1,4 +1,4 @@
-"""Load and validate matrix.yaml: cells, subjects, models, checks, settings, expectations.
+"""Load and validate matrix.yaml: cells, subjects, models, roles, settings, expectations.
 
 Imports no mlx: the noxfile and the report read it. Every error names the key path and
 what is allowed, in one line.
@@ -6,86 +6,71 @@ what is allowed, in one line.
 
 from __future__ import annotations
 
-import fnmatch
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.version import InvalidVersion, Version
 
-KNOWN_MODELS = ("llama", "mamba", "mamba2", "qwen3_next", "qwen3_5", "glm4v_moe")
-KNOWN_CHECKS = ("parity", "cache-contract", "glm4v", "patch-status", "run", "install")
-KNOWN_ROLES = ("mamba", "mamba-legacy", "glm4v")
-VERDICTS = ("pass", "fail", "error", "skip")
-PINNED = ("mlx-lm", "mlx", "mlx-vlm")
+from mlxcompat.expectations import PINNED, Expectation, first_covering, parse_expectation
+from mlxcompat.registry import Registry, RegistryError, build_registry
+from mlxcompat.settings import parse_settings
+from mlxcompat.validation import MatrixError, fail, mapping, names, version
 
-_TOP = {"schema", "settings", "backends", "subjects", "models", "checks", "defaults", "cells",
-        "expectations"}
-_SETTINGS = {"python": "3.11", "timeout_s": 1200, "tolerance": 1e-4, "throughput_threshold": 0.2,
-             "bench": {}, "backend": "cpu", "force_cpu_devices": []}
+__all__ = ["Cell", "Matrix", "MatrixError", "SubjectSpec", "load_matrix", "parse_matrix"]
+
+SCHEMA = 2
+DEFAULT_CHECKS = ("parity", "cache-contract", "glm4v", "patch-status", "idempotence")
+RUNNABLE_CHECKS = DEFAULT_CHECKS
+_TOP = {"schema", "settings", "backends", "subjects", "models", "roles", "checks", "defaults",
+        "cells", "runners", "expectations"}
 _PLATFORMS = ("linux", "darwin")
-_BENCH_KEYS = {"default", "models", "profiles"}
-_PROFILE_KEYS = {"batches", "rounds", "warmup", "prompt_tokens", "gen_tokens"}
-DEFAULT_PROFILE = {"batches": [1, 4, 8, 16], "rounds": 5, "warmup": 2, "prompt_tokens": 32,
-                   "gen_tokens": 64}
 _SUBJECT_KEYS = {"description", "install", "entry_points"}
-_CELL_KEYS = {"id", *PINNED, "models", "subjects", "tags", "timeout_s"}
-_MATCH_KEYS = {"check", "model", "mode", "subject", "cell", "mlx-lm", "mlx-vlm", "mlx"}
-_EXPECT_KEYS = {"match", "verdict", "reason", "link"}
-
-
-class MatrixError(ValueError):
-    """A malformed matrix.yaml; the message names the key path and what is allowed."""
+_CELL_KEYS = {"id", *PINNED, "resolve", "models", "subjects", "tags", "timeout_s"}
+LATEST = "latest"
 
 
 @dataclass(frozen=True)
 class SubjectSpec:
+    """Whose patches are active in a run; `install` entries are requirements or local paths."""
+
     name: str
     entry_points: dict[str, str] = field(default_factory=dict)
     install: tuple[str, ...] = ()
     description: str = ""
 
+    @property
+    def paths(self) -> tuple[str, ...]:
+        """Install entries that are local folders (installed editable, --no-deps)."""
+        return tuple(i for i in self.install if is_path(i))
+
+    @property
+    def requirements(self) -> tuple[str, ...]:
+        return tuple(i for i in self.install if not is_path(i))
+
+
+def is_path(entry: str) -> bool:
+    return entry == "." or entry.startswith(("./", "../", "/", "~"))
+
 
 @dataclass(frozen=True)
 class Cell:
+    """One environment. Pinned cells name their releases; a resolved cell (`resolve`) gets
+    them at install time: `latest` (the newest of each) or a subject as pip installs it."""
+
     id: str
     pins: dict[str, str]
     models: tuple[str, ...]
     subjects: tuple[str, ...]
     tags: tuple[str, ...] = ()
     timeout_s: int = 1200
+    resolve: str = ""
 
     def requirements(self, mlx_template: str) -> list[str]:
-        """pip requirements of this cell; `mlx_template` is the backend's mlx requirement."""
+        """pip requirements of a pinned cell; `mlx_template` is the backend's mlx requirement."""
         reqs = [f"{name}=={v}" for name, v in self.pins.items() if name != "mlx"]
         return [*reqs, mlx_template.format(v=self.pins["mlx"])]
-
-
-@dataclass(frozen=True)
-class Expectation:
-    """A known outcome. `match` maps a key to a version specifier (mlx-lm, mlx-vlm, mlx) or to
-    glob patterns (check, model, mode, subject, cell), any one of which may match."""
-
-    match: dict[str, tuple[str, ...]]
-    verdict: str
-    reason: str
-    link: str = ""
-
-    def matches(self, result: dict[str, Any], cell: str, packages: dict[str, str]) -> bool:
-        """Does this entry cover `result` of `cell` run with `packages` (name -> version)?"""
-        for key, patterns in self.match.items():
-            if key in PINNED:
-                version = packages.get(key)
-                if version is None or Version(version) not in SpecifierSet(patterns[0]):
-                    return False
-            else:
-                value = cell if key == "cell" else str(result.get(key, ""))
-                if not any(fnmatch.fnmatchcase(value, p) for p in patterns):
-                    return False
-        return True
 
 
 @dataclass(frozen=True)
@@ -98,12 +83,25 @@ class Backend:
 
 
 @dataclass(frozen=True)
+class Runner:
+    """A runner label whose cell JSONs may sit in reports/raw, and the cells it must have."""
+
+    label: str
+    cells: tuple[str, ...]
+    backend: str = ""
+
+
+@dataclass(frozen=True)
 class Matrix:
     settings: dict[str, Any]
     backends: dict[str, Backend]
     subjects: dict[str, SubjectSpec]
     cells: tuple[Cell, ...]
     expectations: tuple[Expectation, ...]
+    registry: Registry
+    checks: tuple[str, ...] = DEFAULT_CHECKS
+    runners: dict[str, Runner] = field(default_factory=dict)
+    path: Path | None = None
 
     def cell(self, cell_id: str) -> Cell:
         for c in self.cells:
@@ -129,180 +127,151 @@ class Matrix:
     def bench_profile(self, name: str | None = None) -> dict[str, Any] | None:
         """The named throughput profile (default: settings.bench.default); None for `off`."""
         bench = self.settings["bench"]
-        name = name or bench.get("default", "full")
+        name = name or bench["default"]
         if name == "off":
             return None
-        profiles = bench.get("profiles") or {"full": DEFAULT_PROFILE}
-        if name not in profiles:
-            raise MatrixError(f"no bench profile {name!r}; known: off, {', '.join(profiles)}")
-        models = bench.get("models") or ["llama", "mamba2", "qwen3_next", "qwen3_5"]
-        return {"name": name, **DEFAULT_PROFILE, **profiles[name], "models": list(models)}
+        if name not in bench["profiles"]:
+            raise MatrixError(f"no bench profile {name!r}; known: off, "
+                              f"{', '.join(bench['profiles'])}")
+        return {"name": name, **bench["profiles"][name], "models": list(bench["models"])}
 
-    def expectation_for(
-        self, result: dict[str, Any], cell: str, packages: dict[str, str]
-    ) -> Expectation | None:
-        return next((e for e in self.expectations if e.matches(result, cell, packages)), None)
+    def expectation_for(self, result: dict[str, Any], cell: str, packages: dict[str, str],
+                        env: dict[str, Any] | None = None) -> Expectation | None:
+        return first_covering(self.expectations, result, cell.split("@", 1)[0], packages, env)
 
+    def cells_for(self, label: str = "", tag: str = "") -> tuple[Cell, ...]:
+        """The cells a runner label must have: its declared subset, else every (tagged) cell."""
+        runner = self.runners.get(label)
+        cells = [c for c in self.cells if runner is None or c.id in runner.cells]
+        return tuple(c for c in cells if not tag or tag == "all" or tag in c.tags)
 
-def _fail(path: str, message: str) -> MatrixError:
-    return MatrixError(f"matrix.yaml: {path}: {message}")
-
-
-def _mapping(value: Any, path: str, allowed: set[str]) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise _fail(path, f"expected a mapping, got {type(value).__name__}")
-    for key in value:
-        if key not in allowed:
-            raise _fail(f"{path}.{key}", f"unknown key; allowed: {', '.join(sorted(allowed))}")
-    return value
-
-
-def _names(value: Any, path: str, known: tuple[str, ...] | set[str], what: str) -> tuple[str, ...]:
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise _fail(path, f"expected a list of {what} names")
-    for i, name in enumerate(value):
-        if name not in known:
-            raise _fail(f"{path}[{i}]", f"unknown {what} {name!r}; known: {', '.join(known)}")
-    return tuple(value)
-
-
-def _version(value: Any, path: str) -> str:
-    try:
-        return str(Version(str(value)))
-    except InvalidVersion:
-        raise _fail(path, f"{value!r} is not a valid version (e.g. 0.29.2)") from None
-
-
-def _bench(raw: Any) -> dict[str, Any]:
-    bench = _mapping(raw or {}, "settings.bench", _BENCH_KEYS)
-    _names(bench.get("models", []), "settings.bench.models", KNOWN_MODELS, "model")
-    profiles = _mapping(bench.get("profiles") or {}, "settings.bench.profiles",
-                        set(bench.get("profiles") or {}))
-    for name, profile in profiles.items():
-        path = f"settings.bench.profiles.{name}"
-        profile = _mapping(profile, path, _PROFILE_KEYS)
-        for key, value in profile.items():
-            values = value if key == "batches" else [value]
-            minimum = 0 if key == "warmup" else 1
-            if not values or not all(isinstance(v, int) and v >= minimum for v in values):
-                raise _fail(f"{path}.{key}", f"{value!r}; expected integer(s) >= {minimum}")
-    default = bench.get("default", "full")
-    if default != "off" and profiles and default not in profiles:
-        raise _fail("settings.bench.default", f"{default!r}; known: off, {', '.join(profiles)}")
-    return bench
+    def source_dir(self) -> Path:
+        """Relative paths in matrix.yaml are relative to its folder."""
+        return (self.path.parent if self.path else Path.cwd()).resolve()
 
 
 def _backends(raw: Any) -> dict[str, Backend]:
     backends = {}
-    for name, spec in _mapping(raw or {}, "backends", set(raw or {})).items():
-        spec = _mapping(spec, f"backends.{name}", {"device", "requirement"})
+    for name, spec in mapping(raw or {}, "backends").items():
+        spec = mapping(spec, f"backends.{name}", {"device", "requirement"})
         if spec.get("device") not in ("cpu", "gpu"):
-            raise _fail(f"backends.{name}.device", f"{spec.get('device')!r}; allowed: cpu, gpu")
-        req = _mapping(spec.get("requirement") or {}, f"backends.{name}.requirement",
-                       set(_PLATFORMS))
+            raise fail(f"backends.{name}.device", f"{spec.get('device')!r}; allowed: cpu, gpu")
+        req = mapping(spec.get("requirement") or {}, f"backends.{name}.requirement", _PLATFORMS)
         for platform, template in req.items():
             if "{v}" not in str(template):
-                raise _fail(f"backends.{name}.requirement.{platform}", "needs the {v} placeholder")
+                raise fail(f"backends.{name}.requirement.{platform}", "needs the {v} placeholder")
         if not req:
-            raise _fail(f"backends.{name}.requirement", "name at least one platform")
+            raise fail(f"backends.{name}.requirement", "name at least one platform")
         backends[name] = Backend(name, spec["device"], dict(req))
     if not backends:
-        raise _fail("backends", "missing: say how mlx is installed (e.g. cpu: mlx[cpu]=={v})")
+        raise fail("backends", "missing: say how mlx is installed (e.g. cpu: mlx[cpu]=={v})")
     return backends
 
 
-def _subjects(raw: Any) -> dict[str, SubjectSpec]:
+def _subjects(raw: Any, registry: Registry) -> dict[str, SubjectSpec]:
     subjects = {}
-    for name, spec in _mapping(raw or {}, "subjects", set(raw or {})).items():
-        spec = _mapping(spec or {}, f"subjects.{name}", _SUBJECT_KEYS)
-        eps = _mapping(spec.get("entry_points") or {}, f"subjects.{name}.entry_points",
-                       set(KNOWN_ROLES))
+    for name, spec in mapping(raw or {}, "subjects").items():
+        spec = mapping(spec or {}, f"subjects.{name}", _SUBJECT_KEYS)
+        eps = mapping(spec.get("entry_points") or {}, f"subjects.{name}.entry_points",
+                      registry.roles)
         for role, ep in eps.items():
             if not isinstance(ep, str) or ep.count(":") != 1:
-                raise _fail(f"subjects.{name}.entry_points.{role}",
-                            f"{ep!r} is not of the form module:function")
+                raise fail(f"subjects.{name}.entry_points.{role}",
+                           f"{ep!r} is not of the form module:function")
         install = spec.get("install") or []
-        if not isinstance(install, list):
-            raise _fail(f"subjects.{name}.install", "expected a list of requirements or paths")
+        if not isinstance(install, list) or not all(isinstance(i, str) for i in install):
+            raise fail(f"subjects.{name}.install", "expected a list of requirements or paths")
         subjects[name] = SubjectSpec(name, dict(eps), tuple(install), spec.get("description", ""))
+    if not subjects:
+        raise fail("subjects", "declare at least one subject (e.g. none: {})")
     return subjects
 
 
 def _cell(raw: Any, i: int, defaults: dict[str, Any], subjects: dict[str, SubjectSpec],
-          models: tuple[str, ...], timeout: int) -> Cell:
+          registry: Registry, timeout: int) -> Cell:
     path = f"cells[{i}]"
-    raw = _mapping(raw, path, _CELL_KEYS)
-    for required in ("mlx-lm", "mlx"):
-        if required not in raw:
-            raise _fail(f"{path}.{required}", "missing pin (every cell pins mlx-lm and mlx)")
-    pins = {k: _version(raw[k], f"{path}.{k}") for k in PINNED if k in raw}
-    default_id = f"mlx-vlm-{pins['mlx-vlm']}" if "mlx-vlm" in pins else f"mlx-lm-{pins['mlx-lm']}"
+    raw = mapping(raw, path, _CELL_KEYS)
+    resolve = str(raw.get("resolve", ""))
+    if resolve and resolve != LATEST and resolve not in subjects:
+        raise fail(f"{path}.resolve", f"{resolve!r}; allowed: {LATEST} or a subject name")
+    if resolve and set(PINNED) & set(raw):
+        raise fail(f"{path}.resolve", "a resolved cell pins nothing; drop its pins")
+    if resolve and resolve != LATEST and not subjects[resolve].requirements:
+        raise fail(f"{path}.resolve", f"subject {resolve!r} has no requirement to resolve")
+    if not resolve:
+        for required in ("mlx-lm", "mlx"):
+            if required not in raw:
+                raise fail(f"{path}.{required}", "missing pin (every cell pins mlx-lm and mlx)")
+    pins = {k: version(raw[k], f"{path}.{k}") for k in PINNED if k in raw}
+    if resolve:
+        default_id = LATEST if resolve == LATEST else f"as-installed-{resolve}"
+    elif "mlx-vlm" in pins:
+        default_id = f"mlx-vlm-{pins['mlx-vlm']}"
+    else:
+        default_id = f"mlx-lm-{pins['mlx-lm']}"
+    tags = raw.get("tags", [])
+    if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+        raise fail(f"{path}.tags", "expected a list of tag names")
     return Cell(
         id=str(raw.get("id", default_id)),
         pins=pins,
-        models=_names(raw.get("models", defaults.get("models", list(models))), f"{path}.models",
-                      models, "model"),
-        subjects=_names(raw.get("subjects", defaults.get("subjects", list(subjects))),
-                        f"{path}.subjects", tuple(subjects), "subject"),
-        tags=tuple(raw.get("tags", ())),
+        models=names(raw.get("models", defaults.get("models", list(registry.models))),
+                     f"{path}.models", registry.models, "model"),
+        subjects=names(raw.get("subjects", defaults.get("subjects", list(subjects))),
+                       f"{path}.subjects", subjects, "subject"),
+        tags=tuple(tags),
         timeout_s=int(raw.get("timeout_s", timeout)),
+        resolve=resolve,
     )
 
 
-def _expectation(raw: Any, i: int, subjects: dict[str, SubjectSpec]) -> Expectation:
-    path = f"expectations[{i}]"
-    raw = _mapping(raw, path, _EXPECT_KEYS)
-    match = _mapping(raw.get("match") or {}, f"{path}.match", _MATCH_KEYS)
-    for key in PINNED:
-        if key in match:
-            try:
-                SpecifierSet(str(match[key]))
-            except InvalidSpecifier:
-                msg = f"{match[key]!r} is not a version specifier (e.g. '>=0.30.4')"
-                raise _fail(f"{path}.match.{key}", msg) from None
-    patterns = {k: tuple(str(p) for p in v) if isinstance(v, list) else (str(v),)
-                for k, v in match.items()}
-    checks = {"check": KNOWN_CHECKS, "model": KNOWN_MODELS, "subject": tuple(subjects)}
-    for key, known in checks.items():
-        for value in patterns.get(key, ("*",)):
-            if not any(fnmatch.fnmatchcase(k, value) for k in known):
-                msg = f"{value!r} matches no known {key}: {', '.join(known)}"
-                raise _fail(f"{path}.match.{key}", msg)
-    if raw.get("verdict") not in VERDICTS:
-        raise _fail(f"{path}.verdict", f"{raw.get('verdict')!r}; allowed: {', '.join(VERDICTS)}")
-    if not str(raw.get("reason", "")).strip():
-        raise _fail(f"{path}.reason", "every expectation needs a reason")
-    return Expectation(patterns, raw["verdict"], " ".join(str(raw["reason"]).split()),
-                       str(raw.get("link", "")))
+def _runners(raw: Any, cells: tuple[Cell, ...], backends: dict[str, Backend]) -> dict:
+    runners = {}
+    for label, spec in mapping(raw or {}, "runners").items():
+        spec = mapping(spec, f"runners.{label}", {"cells", "backend"})
+        chosen = names(spec.get("cells", [c.id for c in cells]), f"runners.{label}.cells",
+                       [c.id for c in cells], "cell")
+        backend = str(spec.get("backend", ""))
+        if backend and backend not in backends:
+            raise fail(f"runners.{label}.backend", f"{backend!r}; known: {', '.join(backends)}")
+        runners[label] = Runner(label, chosen, backend)
+    return runners
 
 
-def parse_matrix(data: Any) -> Matrix:
+def parse_matrix(data: Any, path: Path | None = None) -> Matrix:
     """Validate an already-parsed matrix document."""
-    data = _mapping(data, "<top>", _TOP)
-    if data.get("schema") != 1:
-        raise _fail("schema", f"{data.get('schema')!r}; this mlxcompat reads schema 1")
-    settings = {**_SETTINGS, **_mapping(data.get("settings") or {}, "settings", set(_SETTINGS))}
-    settings["bench"] = _bench(settings["bench"])
+    data = mapping(data, "<top>", _TOP)
+    if data.get("schema") != SCHEMA:
+        raise fail("schema", f"{data.get('schema')!r}; this mlxcompat reads schema {SCHEMA} "
+                   "(schema 2 declares models and roles as mappings; see README)")
+    try:
+        registry = build_registry(data.get("models"), data.get("roles"))
+    except RegistryError as exc:
+        raise MatrixError(f"matrix.yaml: {exc}") from None
+    settings = parse_settings(data.get("settings"), registry)
     backends = _backends(data.get("backends"))
     if settings["backend"] not in backends:
-        raise _fail("settings.backend", f"{settings['backend']!r}; known: {', '.join(backends)}")
-    subjects = _subjects(data.get("subjects"))
-    models = _names(data.get("models", list(KNOWN_MODELS)), "models", KNOWN_MODELS, "model")
-    _names(data.get("checks", list(KNOWN_CHECKS)), "checks", KNOWN_CHECKS, "check")
-    defaults = _mapping(data.get("defaults") or {}, "defaults", {"subjects", "models"})
+        raise fail("settings.backend", f"{settings['backend']!r}; known: {', '.join(backends)}")
+    subjects = _subjects(data.get("subjects"), registry)
+    checks = names(data.get("checks", list(DEFAULT_CHECKS)), "checks", RUNNABLE_CHECKS, "check")
+    defaults = mapping(data.get("defaults") or {}, "defaults", {"subjects", "models"})
     raw_cells = data.get("cells")
     if not isinstance(raw_cells, list) or not raw_cells:
-        raise _fail("cells", "expected a non-empty list of cells")
-    cells = tuple(_cell(c, i, defaults, subjects, models, int(settings["timeout_s"]))
+        raise fail("cells", "expected a non-empty list of cells")
+    cells = tuple(_cell(c, i, defaults, subjects, registry, int(settings["timeout_s"]))
                   for i, c in enumerate(raw_cells))
     seen: dict[str, int] = {}
     for i, c in enumerate(cells):
         if c.id in seen:
-            raise _fail(f"cells[{i}].id", f"duplicate cell id {c.id!r} (also cells[{seen[c.id]}])")
+            raise fail(f"cells[{i}].id", f"duplicate cell id {c.id!r} (also cells[{seen[c.id]}])")
         seen[c.id] = i
-    expectations = tuple(_expectation(e, i, subjects)
-                         for i, e in enumerate(data.get("expectations") or []))
-    return Matrix(settings, backends, subjects, cells, expectations)
+    runners = _runners(data.get("runners"), cells, backends)
+    expectations = tuple(
+        parse_expectation(e, i, registry, tuple(subjects), tuple(c.id for c in cells),
+                          tuple(backends))
+        for i, e in enumerate(data.get("expectations") or []))
+    return Matrix(settings, backends, subjects, cells, expectations, registry, checks, runners,
+                  path)
 
 
 def load_matrix(path: Path | str = "matrix.yaml") -> Matrix:
@@ -314,4 +283,5 @@ def load_matrix(path: Path | str = "matrix.yaml") -> Matrix:
         raise MatrixError(f"{path}: not found") from None
     except yaml.YAMLError as exc:
         raise MatrixError(f"{path}: not valid YAML: {exc}".splitlines()[0]) from None
-    return parse_matrix(data)
+    return parse_matrix(data, path)
+

@@ -1,13 +1,15 @@
-"""pytest plugin for `tests/compat`: activates one subject, records every verdict in a JSON.
+"""pytest plugin (entry point `pytest11`): runs one subject's checks and records every verdict.
 
-Loaded with `-p mlxcompat.plugin` (as `mlxcompat run` does). The subject is applied at
-session start, before any model code runs, because patches are process state. The partial
-cell document is rewritten atomically after every test, so a crash keeps what ran.
+Inert unless `--mlxcompat-run=<spec.json>` names a run (so installing mlxcompat never touches
+another project's test sessions). The subject is applied at session start, before any model
+code runs, because patches are process state. Test cases come from the spec (the matrix's
+models, roles, checks and modes), one collected test per result row; the partial document
+is rewritten atomically after every test, so a crash keeps what ran. Every collected test
+ends with exactly one row: a test that raised outside its check is an `error` row.
 """
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -16,68 +18,68 @@ from typing import Any
 import pytest
 
 from mlxcompat.results import VERDICTS, CheckResult, empty_cell, write_json_atomic
+from mlxcompat.spec import SubjectRun
 
 _KEY = pytest.StashKey[dict[str, Any]]()
+_RECORDED = pytest.StashKey[bool]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("mlxcompat")
-    group.addoption("--mlxcompat-subject", default="none", help="subject name to record")
-    group.addoption("--mlxcompat-entry-points", default="{}",
-                    help='JSON {"role": "module:function"} of the subject')
-    group.addoption("--mlxcompat-out", default=None, help="where to write this run's JSON")
-    group.addoption("--mlxcompat-cell", default="local", help="cell id recorded in the JSON")
-    group.addoption("--mlxcompat-tolerance", type=float, default=1e-4, help="max |Δ logprob|")
-    group.addoption("--mlxcompat-models", default="", help="comma list to restrict models")
-    group.addoption("--mlxcompat-device", default="cpu", choices=("cpu", "gpu"),
-                    help="MLX device for every check (chosen before mlx-lm is imported)")
-    group.addoption("--mlxcompat-force-cpu", default="",
-                    help="comma list of GPU-name patterns to pass over for the CPU")
-    group.addoption("--mlxcompat-checks", default="", help="comma list of checks to run")
-    group.addoption("--mlxcompat-modes", default="", help="comma list of modes to run")
-    group.addoption("--mlxcompat-bench", default="off",
-                    help="JSON of a bench Profile (see mlxcompat.bench), or off")
+    group.addoption("--mlxcompat-run", default=None,
+                    help="JSON spec of one subject run (written by `mlxcompat run`)")
+
+
+def _state(config: pytest.Config) -> dict[str, Any] | None:
+    return config.stash.get(_KEY, None)
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    path = config.getoption("--mlxcompat-run")
+    if not path:
+        return
     from mlxcompat.drivers.device import select_device
 
-    patterns = [p for p in config.getoption("--mlxcompat-force-cpu").split(",") if p]
-    device = select_device(config.getoption("--mlxcompat-device"), patterns)
-    config.stash[_KEY] = {
-        "device": device,
-        "doc": empty_cell(config.getoption("--mlxcompat-cell")),
-        "subject": config.getoption("--mlxcompat-subject"),
-        "entry_points": json.loads(config.getoption("--mlxcompat-entry-points")),
-        "counts": {},
-        "total": Counter(),
-        "group": None,
-    }
+    spec = SubjectRun.read(path)
+    device = select_device(spec.device, spec.force_cpu)
+    doc = empty_cell(spec.cell)
+    config.stash[_KEY] = {"spec": spec, "registry": spec.registry(), "device": device,
+                          "doc": doc, "counts": {}, "total": Counter(), "group": None,
+                          "broken": ""}
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
+    state = _state(session.config)
+    if state is None:
+        return
     from mlxcompat.drivers.environment import describe_environment
-    from mlxcompat.subjects import apply_subject
+    from mlxcompat.results import set_subject_code
+    from mlxcompat.subjects import apply_subject, subject_code
 
-    state = session.config.stash[_KEY]
+    spec: SubjectRun = state["spec"]
     state["doc"]["env"] = {**describe_environment(), **state["device"]}
-    rows = apply_subject(state["subject"], state["entry_points"])
-    state["doc"]["patches"] = rows
-    missing = rows and all(r["status"] == "unavailable" for r in rows)
-    state["unavailable"] = None
-    if missing:
-        state["unavailable"] = f"subject {state['subject']} not installed here: {rows[0]['detail']}"
+    if spec.install_error:
+        state["broken"] = f"subject did not install: {spec.install_error}"
+    else:
+        rows = apply_subject(spec.subject, spec.entry_points, state["registry"].roles)
+        state["doc"]["patches"] = rows
+        set_subject_code(subject_code(spec.entry_points))
+        failed = [r for r in rows if r["status"] == "error"]
+        if failed:
+            state["broken"] = "; ".join(f"entry point {r['patch']} failed: {r['detail']}"
+                                        for r in failed)
     _save(session.config)
 
 
 def _save(config: pytest.Config) -> None:
-    out = config.getoption("--mlxcompat-out")
-    if out:
-        write_json_atomic(Path(out), config.stash[_KEY]["doc"])
+    state = _state(config)
+    if state is not None:
+        write_json_atomic(Path(state["spec"].out), state["doc"])
 
 
 def _line(state: dict[str, Any], text: str) -> None:
-    print(f"\n[mlxcompat] {state['doc']['cell']} {state['subject']}: {text}", flush=True)
+    spec = state["spec"]
+    print(f"\n[mlxcompat] {spec.cell} {spec.subject}: {text}", flush=True)
 
 
 def _counts(counter: Counter) -> str:
@@ -103,111 +105,209 @@ def _note(state: dict[str, Any], result: CheckResult) -> None:
     state["total"][result.verdict] += 1
 
 
-@pytest.fixture(scope="session")
-def subject_name(request: pytest.FixtureRequest) -> str:
-    return request.config.stash[_KEY]["subject"]
+def _append(item: pytest.Item, result: CheckResult) -> None:
+    state = _state(item.config)
+    assert state is not None
+    state["doc"]["results"].append(result.to_json())
+    item.stash[_RECORDED] = True
+    _note(state, result)
+    _save(item.config)
 
 
 @pytest.fixture(scope="session")
-def tolerance(request: pytest.FixtureRequest) -> float:
-    return float(request.config.getoption("--mlxcompat-tolerance"))
+def mlxcompat_run(request: pytest.FixtureRequest) -> SubjectRun:
+    state = _state(request.config)
+    if state is None:
+        pytest.skip("not an mlxcompat run (no --mlxcompat-run)")
+    return state["spec"]
+
+
+@pytest.fixture(scope="session")
+def registry(request: pytest.FixtureRequest) -> Any:
+    state = _state(request.config)
+    return state["registry"] if state else None
+
+
+@pytest.fixture(scope="session")
+def subject_name(mlxcompat_run: SubjectRun) -> str:
+    return mlxcompat_run.subject
+
+
+@pytest.fixture(scope="session")
+def tolerance(mlxcompat_run: SubjectRun) -> float:
+    return float(mlxcompat_run.tolerance)
+
+
+@pytest.fixture(scope="session")
+def patch_rows(request: pytest.FixtureRequest) -> dict[str, dict[str, Any]]:
+    state = _state(request.config)
+    return {r["patch"]: r for r in state["doc"]["patches"]} if state else {}
+
+
+@pytest.fixture(scope="session")
+def capabilities(mlxcompat_run: SubjectRun) -> dict[str, Any]:
+    """The clean-process probe of this cell (empty when none was run).
+
+    The probe runs beside the subjects; these rows come after the correctness checks, and
+    wait for its record if it is not written yet.
+    """
+    import json
+    import time
+
+    if not mlxcompat_run.probe:
+        return {}
+    path = Path(mlxcompat_run.probe)
+    done = path.with_suffix(".done")
+    while not path.exists() and not done.exists():
+        time.sleep(0.2)
+    if not path.exists():
+        return {"error": done.read_text(encoding="utf-8")}
+    return dict(json.loads(path.read_text(encoding="utf-8")))
 
 
 @pytest.fixture
 def record(request: pytest.FixtureRequest) -> Callable[[CheckResult], None]:
-    """Record a result in the cell JSON and turn its verdict into the pytest outcome."""
-    state = request.config.stash[_KEY]
+    """Record a result in the cell JSON and turn its verdict into the pytest outcome.
+
+    For a subject that did not install or whose entry point failed, the test is not run:
+    its row is an `error` naming why, so a broken subject can never look green.
+    """
+    state = _state(request.config)
+    item = request.node
 
     def _record(result: CheckResult) -> None:
-        state["doc"]["results"].append(result.to_json())
-        _note(state, result)
-        _save(request.config)
+        _append(item, result)
         if result.verdict == "skip":
             pytest.skip(result.detail)
         if result.verdict in ("fail", "error"):
             pytest.fail(f"{result.verdict}: {result.detail}", pytrace=False)
 
-    if state.get("unavailable"):
-        _record(_skipped_here(request, state["subject"], state["unavailable"]))
+    if state and state["broken"] and not getattr(request.function, "runs_when_broken", False):
+        check, mode, model = _identity(item)
+        _record(CheckResult(check, "error", mode, model, state["spec"].subject,
+                            detail=f"not run: {state['broken']}"))
     return _record
 
 
-def _skipped_here(request: pytest.FixtureRequest, subject: str, reason: str) -> CheckResult:
-    """The skip verdict this test would have produced, for a subject that is not installed."""
-    params = getattr(request.node, "callspec", None)
-    params = params.params if params else {}
-    check = request.node.originalname.removeprefix("test_").replace("_", "-")
-    parts = [str(params[k]) for k in ("scenario", "path") if k in params]
-    mode = params.get("mode") or "/".join(parts)
-    model = params.get("model") or getattr(request.module, "MODEL", "")
-    return CheckResult(check, "skip", mode, model, subject, detail=reason)
-
-
 @pytest.fixture(scope="session")
-def bench_profile(request: pytest.FixtureRequest) -> Any:
-    from mlxcompat.bench import Profile
-
-    raw = json.loads(request.config.getoption("--mlxcompat-bench"))
-    return Profile(**{**raw, "batches": tuple(raw["batches"]), "models": tuple(raw["models"])})
+def broken_reason(request: pytest.FixtureRequest) -> str:
+    """Why this subject cannot be measured ('' when its patches applied)."""
+    state = _state(request.config)
+    return state["broken"] if state else ""
 
 
 @pytest.fixture(scope="session")
 def backend(request: pytest.FixtureRequest) -> str:
-    return str(request.config.stash[_KEY]["doc"]["env"].get("backend", "cpu"))
+    state = _state(request.config)
+    return str(state["doc"]["env"].get("backend", "cpu")) if state else "cpu"
+
+
+@pytest.fixture(scope="session")
+def bench_gate(mlxcompat_run: SubjectRun) -> Any:
+    """This worker's side of the runner's turn gate (every turn granted when run by hand)."""
+    from mlxcompat.gate import gate_from
+
+    return gate_from(mlxcompat_run.gate)
 
 
 @pytest.fixture
 def record_bench(request: pytest.FixtureRequest) -> Callable[[dict[str, Any]], None]:
     """Append a throughput row to the cell JSON (written at once, like verdicts)."""
-    state = request.config.stash[_KEY]
+    state = _state(request.config)
+    item = request.node
 
     def _record(row: dict[str, Any]) -> None:
+        assert state is not None
         state["doc"]["bench"].append(row)
+        item.stash[_RECORDED] = True
         _save(request.config)
 
     return _record
 
 
-def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    """Parametrize `patch_row` by this subject's patch rows, and bench tests by the profile."""
-    if "patch_row" in metafunc.fixturenames:
-        rows = metafunc.config.stash[_KEY]["doc"]["patches"]
-        metafunc.parametrize("patch_row", rows, ids=[r["patch"] for r in rows])
-    if {"bench_model", "batch"} <= set(metafunc.fixturenames):
-        option = metafunc.config.getoption("--mlxcompat-bench")
-        cases = []
-        if option != "off":
-            profile = json.loads(option)
-            cases = [(m, b) for m in profile["models"] for b in profile["batches"]]
-        metafunc.parametrize(("bench_model", "batch"), cases,
-                             ids=[f"{m}-b{b}" for m, b in cases])
+BENCH_CHECKS = ("throughput", "sequential")
+# Correctness first, then the subject's own rows (they wait for the clean-process probe),
+# then the timed rounds: nothing else runs in this process while it is measured.
+_ORDER = {"install": 0, "import": 0, "patch-status": 3, "idempotence": 3, "throughput": 8,
+          "sequential": 9}
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Deselect tests left out by --mlxcompat-models / -checks / -modes (a choice, not a skip)."""
-    wanted = {m for m in config.getoption("--mlxcompat-models").split(",") if m}
-    checks = {c for c in config.getoption("--mlxcompat-checks").split(",") if c}
-    modes = {m for m in config.getoption("--mlxcompat-modes").split(",") if m}
-    if not (wanted or checks or modes):
+    """Drop the placeholder pytest makes for a check with no case here; order the rest."""
+    if _state(config) is None:
         return
-    keep, drop = [], []
-    for item in items:
-        params = getattr(getattr(item, "callspec", None), "params", {})
-        model = (params.get("model") or params.get("bench_model")
-                 or getattr(getattr(item, "module", None), "MODEL", None))
-        check = getattr(item, "originalname", item.name).removeprefix("test_").replace("_", "-")
-        mode = params.get("mode") or "/".join(
-            str(params[k]) for k in ("scenario", "path") if k in params)
-        out = (wanted and model and model not in wanted) or (checks and check not in checks) \
-            or (modes and mode not in modes)
-        (drop if out else keep).append(item)
-    if drop:
-        config.hook.pytest_deselected(items=drop)
-        items[:] = keep
+    from mlxcompat.suite.cases import Case
+
+    empty = [i for i in items if "case" in getattr(i, "fixturenames", ())
+             and not isinstance(getattr(getattr(i, "callspec", None), "params", {}).get("case"),
+                                Case)]
+    if empty:
+        config.hook.pytest_deselected(items=empty)
+        items[:] = [i for i in items if i not in empty]
+    items.sort(key=lambda item: _ORDER.get(_identity(item)[0], 1))
+
+
+def _identity(item: pytest.Item) -> tuple[str, str, str]:
+    """(check, mode, model) of a collected test, from its parameters."""
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    case = params.get("case")
+    if case is not None:
+        return case.check, case.mode, case.model
+    name = getattr(item, "originalname", item.name)
+    return name.removeprefix("test_").replace("_", "-"), "", ""
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Parametrize every compat test by its cases: the spec's models, roles and modes."""
+    state = _state(metafunc.config)
+    if state is None or "case" not in metafunc.fixturenames:
+        return
+    from mlxcompat.suite.cases import cases_for
+
+    check = getattr(metafunc.function, "check", None)
+    cases = cases_for(check, state["spec"], state["registry"]) if check else []
+    metafunc.parametrize("case", cases, ids=[c.id for c in cases])
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Any:
+    """A test that ended without a row (a fixture or the harness raised) gets an error row."""
+    report = yield
+    state = _state(item.config)
+    if state is None or item.stash.get(_RECORDED, False):
+        return report
+    if report.failed:
+        check, mode, model = _identity(item)
+        lines = str(report.longreprtext).strip().splitlines()
+        detail = "harness error outside the check: " + (lines[-1] if lines else report.outcome)
+        if check in BENCH_CHECKS:
+            case = item.callspec.params["case"]  # type: ignore[attr-defined]
+            state["doc"]["bench"].append({"kind": check, "model": case.model, "batch": case.batch,
+                                          "subject": state["spec"].subject, "error": detail})
+            item.stash[_RECORDED] = True
+            _save(item.config)
+        else:
+            _append(item, CheckResult(check, "error", mode, model, state["spec"].subject,
+                                      detail=detail))
+    return report
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    state = _state(session.config)
+    if state is None:
+        return
+    counted = [i for i in session.items if _identity(i)[0] not in BENCH_CHECKS]
+    state["doc"]["subjects"][state["spec"].subject] = {"collected": len(counted),
+                                                       "bench_cases": len(session.items)
+                                                       - len(counted)}
+    _save(session.config)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    state = session.config.stash[_KEY]
+    state = _state(session.config)
+    if state is None:
+        return
     _flush_group(state)
     for row in state["doc"]["patches"]:
-        _line(state, f"patch {row['patch']}: {row['status']} ({row['detail']})")
+        _line(state, f"patch {row['patch']}: {row['status']} ({row['detail'][:160]})")
+    _save(session.config)

@@ -51,6 +51,14 @@ def releases(package: str, low: str, high: str) -> list[str]:
     return [str(v) for v in sorted(kept) if lo <= v <= hi and not v.is_prerelease]
 
 
+def newest(package: str) -> str:
+    """The newest final, non-yanked release of `package`."""
+    found = releases(package, "0", "99999")
+    if not found:
+        raise RuntimeError(f"no release of {package} on the index")
+    return found[-1]
+
+
 def wheel_for(package: str, version: str, cache: Path) -> Path:
     """The pure-Python wheel of `package==version` in `cache`, downloaded there once."""
     stem = package.replace("-", "_")

@@ -1,4 +1,4 @@
-"""Verdicts, check results and the cell JSON (schema 1) with atomic writes.
+"""Verdicts, check results and the cell JSON (schema 2) with atomic writes.
 
 Imports no mlx: the report side reads these files without any MLX installed.
 """
@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-SCHEMA = 1
+SCHEMA = 2
 Verdict = Literal["pass", "fail", "error", "skip"]
 VERDICTS: tuple[str, ...] = ("pass", "fail", "error", "skip")
 
@@ -38,31 +38,57 @@ class CheckResult:
 
 
 class SkipCheck(Exception):
-    """Raised inside a check when it does not apply here; becomes a `skip` with the reason."""
+    """Raised by the harness's own probe when a model or API does not exist in this release."""
 
 
-_OWN_PACKAGES = ("mlx_lm", "mlx_vlm", "mlx")
+_UPSTREAM = ("mlx_lm", "mlx_vlm", "mlx")
+# Folders of the code under test in this process (the active subject's modules): an error
+# raised there is the subject's own, however deep in upstream code it was called from.
+_subject_code: tuple[str, ...] = ()
+
+
+def set_subject_code(folders: tuple[str, ...]) -> None:
+    global _subject_code
+    _subject_code = tuple(str(Path(f).resolve()) for f in folders)
+
+
+def _where(frame: traceback.FrameSummary) -> str:
+    parts = Path(frame.filename).parts
+    own = [i for i, p in enumerate(parts) if p in (*_UPSTREAM, "mlxcompat", "site-packages")]
+    start = own[-1] + (parts[own[-1]] == "site-packages") if own else len(parts) - 1
+    return f"{'/'.join(parts[start:])}:{frame.lineno} in {frame.name}"
+
+
+def _is_upstream(frame: traceback.FrameSummary) -> bool:
+    return any(p in _UPSTREAM for p in Path(frame.filename).parts)
+
+
+def _is_subject(frame: traceback.FrameSummary) -> bool:
+    path = str(Path(frame.filename).resolve())
+    return any(path == f or path.startswith(f + os.sep) for f in _subject_code)
 
 
 def describe_exception(exc: BaseException) -> str:
-    """`Type: message (at file:line in func)`, naming the innermost mlx_lm / mlx_vlm frame.
+    """`Type: message (at <innermost frame>[; innermost upstream: <frame>])`.
 
-    The innermost upstream frame says which release API broke, which is what a maintainer
-    needs; the harness's own frames are noise there.
+    The innermost frame says where it was raised; when that is the active subject's own
+    code, the detail says so, so a patch's bug never reads as upstream's. The innermost
+    mlx / mlx_lm / mlx_vlm frame says which release API was involved.
     """
     frames = traceback.extract_tb(exc.__traceback__)
-    where = ""
-    for frame in reversed(frames):
-        parts = Path(frame.filename).parts
-        if any(p in _OWN_PACKAGES for p in parts):
-            idx = max(i for i, p in enumerate(parts) if p in _OWN_PACKAGES)
-            where = f" (at {'/'.join(parts[idx:])}:{frame.lineno} in {frame.name})"
-            break
-    if not where and frames:
-        last = frames[-1]
-        where = f" (at {Path(last.filename).name}:{last.lineno} in {last.name})"
     message = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-    return f"{type(exc).__name__}: {message}{where}"
+    head = f"{type(exc).__name__}: {message}"
+    if not frames:
+        return head
+    inner = frames[-1]
+    upstream = next((f for f in reversed(frames) if _is_upstream(f)), None)
+    if _is_subject(inner):
+        where = f"raised in the subject's own code at {_where(inner)}"
+    else:
+        where = f"at {_where(inner)}"
+    if upstream is not None and upstream is not inner:
+        where += f"; innermost upstream frame {_where(upstream)}"
+    return f"{head} ({where})"
 
 
 _SITE = re.compile(r"/\S*?/site-packages/")
@@ -96,13 +122,21 @@ def write_json_atomic(path: Path, data: Any) -> None:
 
 
 def empty_cell(cell: str) -> dict[str, Any]:
-    """A cell document with every section present, so partial runs still render."""
+    """A cell document with every section present; `complete` turns true only at the end."""
     return {
         "schema": SCHEMA,
         "cell": cell,
+        "complete": False,
+        "run_id": "",
         "env": {},
         "install": {"status": "ok", "seconds": None, "log_tail": ""},
+        "subjects": {},
         "results": [],
         "patches": [],
         "bench": [],
     }
+
+
+def error_row(check: str, subject: str, detail: str, mode: str = "", model: str = "",
+              **metrics: Any) -> dict[str, Any]:
+    return CheckResult(check, "error", mode, model, subject, dict(metrics), detail).to_json()

@@ -1,20 +1,27 @@
 """Apply a subject's patch entry points in this process and observe what each one did.
 
-Subjects are declared in matrix.yaml (name -> role -> `module:function`). The status of a
-call is taken from what it returned when that is a status object (ours), and otherwise
-inferred from which patch targets it replaced, since upstream entry points return nothing
-useful.
+The status of every call, ours included, comes from observation: a snapshot of the role's
+target modules (every module attribute and each class's own `vars()` entries, so an
+in-place method replacement counts) before and after the call. What the entry point returned
+is its self-report, recorded beside the observation; the patch-status check fails a
+disagreement.
 """
 
 from __future__ import annotations
 
 import importlib
+import inspect
 import logging
+import sys
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
-from mlxcompat.drivers import targets
-from mlxcompat.results import short_error
+from mlxcompat.registry import RoleDecl
+from mlxcompat.results import describe_exception, short_error
+
+Snapshot = dict[str, Any]
+_ABSENT = object()
 
 
 class _Capture(logging.Handler):
@@ -26,62 +33,170 @@ class _Capture(logging.Handler):
         self.lines.append(record.getMessage())
 
 
+def snapshot(modules: tuple[str, ...]) -> Snapshot:
+    """Identity of every attribute of the target modules and of their classes' own entries.
+
+    A module that cannot be imported is recorded as absent (its key maps to _ABSENT).
+    """
+    found: Snapshot = {}
+    for name in modules:
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            found[name] = _ABSENT
+            continue
+        found[name] = module
+        for attr, value in list(vars(module).items()):
+            found[f"{name}:{attr}"] = value
+            if inspect.isclass(value) and getattr(value, "__module__", None) == name:
+                for key, member in list(vars(value).items()):
+                    if key not in ("__dict__", "__weakref__", "__doc__"):
+                        found[f"{name}:{attr}.{key}"] = member
+    return found
+
+
+def changed(before: Snapshot, after: Snapshot) -> list[str]:
+    """Targets added, removed or bound to another object."""
+    keys = list(dict.fromkeys([*before, *after]))
+    return [k for k in keys if before.get(k, _ABSENT) is not after.get(k, _ABSENT)]
+
+
+def targets_present(before: Snapshot, role: RoleDecl) -> bool:
+    return any(before.get(m, _ABSENT) is not _ABSENT for m in role.targets)
+
+
+def _claim(returned: Any) -> tuple[str, ...]:
+    """What the entry point says it did, as the statuses that would agree with it."""
+    status = getattr(returned, "status", None)
+    if isinstance(status, str):
+        return (status,)
+    if returned is True:
+        return ("applied", "skipped")
+    if returned is False:
+        return ("not-applicable", "unavailable")
+    return ()
+
+
+def _observed(replaced: list[str], present: bool) -> tuple[str, str]:
+    if replaced:
+        shown = ", ".join(replaced[:8]) + (f" and {len(replaced) - 8} more"
+                                          if len(replaced) > 8 else "")
+        return "applied", f"changed {shown}"
+    if not present:
+        return "not-applicable", "no target module of this role is installed"
+    return "skipped", "changed nothing"
+
+
 def _load(entry_point: str) -> Any:
     module, _, func = entry_point.partition(":")
     return getattr(importlib.import_module(module), func)
 
 
-def _package_missing(exc: Exception, entry_point: str) -> bool:
-    """The subject's package is not installed, as opposed to its module failing to import."""
-    top = entry_point.split(".", 1)[0].split(":", 1)[0]
-    return isinstance(exc, ModuleNotFoundError) and exc.name is not None and (
-        exc.name == top or exc.name.startswith(top + ".")
-    )
+def subject_code(entry_points: Mapping[str, str]) -> tuple[str, ...]:
+    """Folders holding the subject's own code (for honest error attribution)."""
+    folders = []
+    for ep in entry_points.values():
+        module = sys.modules.get(ep.partition(":")[0])
+        path = getattr(module, "__file__", None)
+        if not path:
+            continue
+        top = sys.modules.get(module.__name__.split(".")[0])  # type: ignore[union-attr]
+        top_path = getattr(top, "__file__", None)
+        if top is not None and top.__name__ != "mlxcompat" and top_path:
+            folders.append(str(Path(top_path).parent))
+        else:
+            folders.append(str(Path(path).parent))
+    return tuple(dict.fromkeys(folders))
 
 
-def _infer(returned: Any, replaced: list[str], had_targets: bool) -> tuple[str, str]:
-    status = getattr(returned, "status", None)
-    if isinstance(status, str):
-        return status, str(getattr(returned, "detail", ""))
-    if replaced:
-        return "applied", ""
-    if returned is False:
-        return "not-applicable", "entry point returned False"
-    if not had_targets:
-        return "not-applicable", "no patch target in this release"
-    return "skipped", "nothing was replaced"
+def import_entry_point(entry_point: str) -> tuple[Any, str]:
+    """(callable, "") or (None, the import error)."""
+    try:
+        return _load(entry_point), ""
+    except Exception as exc:
+        return None, short_error(exc)
 
 
-def apply_entry_point(subject: str, role: str, entry_point: str) -> dict[str, Any]:
-    """Call one entry point and observe it; returns a `patches` row of the cell JSON."""
-    row: dict[str, Any] = {"subject": subject, "patch": role, "entry_point": entry_point}
-    before = targets.snapshot(role)
+def _call(func: Any) -> tuple[Any, BaseException | None, list[str]]:
+    """Call an entry point with the root logger captured: (returned, raised, log lines)."""
     capture = _Capture()
     root = logging.getLogger()
     old_level = root.level
     root.addHandler(capture)
     root.setLevel(logging.DEBUG)
     try:
-        func = _load(entry_point)
-        returned = func()
+        return func(), None, capture.lines
     except Exception as exc:
-        status = "unavailable" if _package_missing(exc, entry_point) else "error"
-        return {**row, "status": status, "detail": short_error(exc)}
+        return None, exc, capture.lines
     finally:
         root.removeHandler(capture)
         root.setLevel(old_level)
-    replaced = targets.changed(before, targets.snapshot(role))
-    status, detail = _infer(returned, replaced, targets.present(before))
-    observed = "replaced " + ", ".join(replaced) if replaced else "replaced nothing"
+
+
+def apply_entry_point(subject: str, role: RoleDecl, entry_point: str) -> dict[str, Any]:
+    """Call one entry point, observe it, then check it is idempotent and reversible.
+
+    Returns a `patches` row: the observed status, the self-report (`claim`) and whether they
+    agree, what changed, and the idempotence record (second call, unpatch, re-apply).
+    """
+    row: dict[str, Any] = {"subject": subject, "patch": role.name, "entry_point": entry_point}
+    before = snapshot(role.targets)
+    func, import_error = import_entry_point(entry_point)
+    if func is None:
+        return {**row, "status": "error", "imported": False, "claim": [], "agrees": True,
+                "changed": changed(before, snapshot(role.targets)),
+                "detail": f"entry point does not import: {import_error}"}
+    returned, raised, log = _call(func)
+    after = snapshot(role.targets)
+    replaced = changed(before, after)
+    if raised is not None:
+        return {**row, "status": "error", "imported": True, "claim": [], "agrees": True,
+                "changed": replaced, "detail": describe_exception(raised), "log": log[-5:],
+                "idempotence": {"raised": True, "left_changed": replaced}}
+    status, observed = _observed(replaced, targets_present(before, role))
+    claim = _claim(returned)
+    reported = getattr(returned, "detail", "")
     return {
         **row,
         "status": status,
-        "detail": "; ".join(x for x in (detail, observed) if x),
+        "imported": True,
+        "claim": list(claim),
+        "agrees": not claim or status in claim,
+        "changed": replaced,
+        "detail": "; ".join(x for x in (observed, str(reported)) if x),
         "returned": repr(returned)[:200],
-        "log": capture.lines[-5:],
+        "log": log[-5:],
+        "idempotence": _idempotence(func, entry_point, role, before, after, replaced),
     }
 
 
-def apply_subject(name: str, entry_points: Mapping[str, str]) -> list[dict[str, Any]]:
+def _idempotence(func: Any, entry_point: str, role: RoleDecl, before: Snapshot,
+                 after: Snapshot, replaced: list[str]) -> dict[str, Any]:
+    """Call again (nothing may change); where the module offers `unpatch`, undo (everything
+    restored by identity) and apply once more (the same targets change again)."""
+    _, raised, _ = _call(func)
+    second = snapshot(role.targets)
+    record: dict[str, Any] = {"raised": False, "second_call_raised": _text(raised),
+                              "second_call_changed": changed(after, second)}
+    undo = getattr(sys.modules.get(entry_point.partition(":")[0]), "unpatch", None)
+    record["unpatch"] = callable(undo)
+    if callable(undo):
+        _, raised, _ = _call(undo)
+        undone = snapshot(role.targets)
+        record["unpatch_raised"] = _text(raised)
+        record["not_restored"] = changed(before, undone)
+        _, raised, _ = _call(func)
+        again = changed(before, snapshot(role.targets))
+        record["reapply_raised"] = _text(raised)
+        record["reapply_differs"] = sorted(set(again) ^ set(replaced))
+    return record
+
+
+def _text(exc: BaseException | None) -> str:
+    return describe_exception(exc) if exc is not None else ""
+
+
+def apply_subject(name: str, entry_points: Mapping[str, str],
+                  roles: Mapping[str, RoleDecl]) -> list[dict[str, Any]]:
     """Activate every entry point of subject `name` in this process, in declaration order."""
-    return [apply_entry_point(name, role, ep) for role, ep in entry_points.items()]
+    return [apply_entry_point(name, roles[role], ep) for role, ep in entry_points.items()]

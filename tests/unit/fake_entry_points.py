@@ -1,12 +1,24 @@
-"""Entry points for test_subjects: each behaves like a kind of upstream patch function."""
+"""Entry points for test_subjects, each behaving like a kind of patch module.
+
+They patch `fake_target` (a module the tests put in sys.modules) in the ways real patches do.
+"""
 
 import logging
+import sys
 
 from mlxcompat.patches.status import PatchStatus
 
 
+def _target():
+    return sys.modules["fake_target"]
+
+
 def returns_status():
     return PatchStatus("mamba", "skipped", "native")
+
+
+def claims_applied_patches_nothing():
+    return PatchStatus("mamba", "applied", "done")
 
 
 def logs_only():
@@ -17,5 +29,30 @@ def raises():
     raise RuntimeError("boom")
 
 
-def returns_false():
-    return False
+def raises_half_applied():
+    _target().helper = lambda: "half"
+    raise RuntimeError("failed after replacing helper")
+
+
+def in_place_method():
+    _target().Cache.extract = lambda self, i: i
+
+
+def wraps_every_call():
+    old = _target().helper
+    _target().helper = lambda: old()
+
+
+_saved = {}
+
+
+def reversible():
+    if "helper" not in _saved:
+        _saved["helper"] = _target().helper
+        _target().helper = lambda: "patched"
+    return PatchStatus("mamba", "applied", "ok")
+
+
+def unpatch():
+    if "helper" in _saved:
+        _target().helper = _saved.pop("helper")

@@ -1,42 +1,70 @@
-"""Bench row arithmetic: statistics over rounds, speedup, overhead against `none`."""
+"""Bench statistics: medians with bootstrap intervals, paired overhead with a plain sign."""
 
 from __future__ import annotations
 
 import pytest
 
-from mlxcompat.bench import Profile, add_overhead, bench_prompts, bench_row, summarise
+from mlxcompat.bench import (
+    Profile,
+    add_overhead,
+    bench_prompts,
+    bench_row,
+    overhead_text,
+    paired_ratio,
+    summarise,
+    unpaired_change,
+)
+
+PROFILE = Profile("quick", (1, 8), 5, 1, 16, 16, ("llama",))
 
 
-class T:
-    def __init__(self, decode: float, prefill: float = 100.0) -> None:
-        self.decode_tok_s, self.prefill_tok_s = decode, prefill
+def test_summarise_median_interval_and_cv() -> None:
+    s = summarise([90.0, 100.0, 110.0, 100.0, 100.0])
+    assert s["median"] == 100.0 and s["rounds"] == 5
+    assert s["ci95"][0] <= 100.0 <= s["ci95"][1]
+    assert s["cv"] == pytest.approx(s["stddev"] / s["mean"])
 
 
-PROFILE = Profile("quick", (1, 8), 3, 1, 16, 16, ("llama",))
+def test_paired_ratio_says_slower_with_a_minus_sign() -> None:
+    base = [100.0, 102.0, 98.0, 101.0, 99.0, 100.0]
+    slower = [v * 0.9 for v in base]
+    out = paired_ratio(slower, base)
+    assert out["significant"] is True and out["ratio"] == pytest.approx(0.9)
+    assert out["text"].startswith("10.0% slower")
 
 
-def test_summarise_mean_sd_cv() -> None:
-    s = summarise([90.0, 100.0, 110.0])
-    assert s["mean"] == pytest.approx(100.0)
-    assert s["stddev"] == pytest.approx(10.0)
-    assert s["cv"] == pytest.approx(0.1)
-    assert s["rounds"] == 3
+def test_no_significant_difference_when_the_interval_holds_one() -> None:
+    a = [100.0, 101.0, 99.0, 100.5, 99.5]
+    b = [100.2, 100.8, 99.1, 100.1, 99.9]
+    out = paired_ratio(a, b)
+    assert out["significant"] is False
+    assert out["text"].startswith("no significant difference")
 
 
-def test_speedup_is_batched_over_sequential() -> None:
-    row = bench_row("llama", "none", 8, PROFILE, [T(400.0), T(400.0)], [T(100.0)], 12.5, "cpu")
-    assert row["speedup"] == pytest.approx(4.0)
-    assert row["gen_tok_s"]["rounds"] == 2
-    assert row["peak_memory_mb"] == 12.5
+def test_overhead_text_sign_convention() -> None:
+    assert overhead_text(1.05, 1.02, 1.08, True).startswith("5.0% faster")
 
 
-def test_overhead_against_none_on_the_same_batch() -> None:
-    rows = [bench_row("llama", s, 8, PROFILE, [T(v)], None, None, "cpu")
-            for s, v in (("none", 400.0), ("mlxcompat", 380.0))]
-    rows.append(bench_row("llama", "mlxcompat", 1, PROFILE, [T(50.0)], None, None, "cpu"))
+def test_overhead_and_speedup_against_none() -> None:
+    rows = [bench_row("llama", s, 8, PROFILE, v, [1.0] * 5, None, "cpu")
+            for s, v in (("none", [400.0] * 5), ("mlxcompat", [380.0] * 5))]
+    rows[0]["sequential_tok_s"] = 100.0
     add_overhead(rows)
-    assert rows[1]["overhead"] == pytest.approx(-0.05)
-    assert "overhead" not in rows[0] and "overhead" not in rows[2]
+    assert rows[1]["overhead"]["ratio"] == pytest.approx(0.95)
+    assert rows[0]["speedup"] == pytest.approx(4.0) and rows[1]["speedup"] == pytest.approx(3.8)
+    assert "overhead" not in rows[0]
+
+
+def test_first_round_ratio_shows_a_cold_start() -> None:
+    row = bench_row("llama", "none", 8, PROFILE, [50.0, 100.0, 100.0, 100.0, 100.0],
+                    [1.0] * 5, None, "cpu")
+    assert row["first_round_ratio"] == pytest.approx(0.5)
+
+
+def test_unpaired_change_for_the_baseline() -> None:
+    now, then = [60.0, 61.0, 59.0, 60.5], [100.0, 101.0, 99.0, 100.5]
+    out = unpaired_change(now, then)
+    assert out["significant"] and out["ratio"] == pytest.approx(0.6, rel=0.01)
 
 
 def test_prompts_are_fixed_and_equal_length() -> None:

@@ -1,4 +1,5 @@
-"""Binary search of `mlxcompat bisect`, with the cell runs replaced by a verdict table."""
+"""`mlxcompat bisect`: the search, with the cell runs replaced by a verdict table, and the
+ways it must fail loudly instead of reporting 'no change'."""
 
 from __future__ import annotations
 
@@ -8,10 +9,11 @@ from typing import ClassVar
 import pytest
 
 from mlxcompat import bisect as bisect_mod
-from mlxcompat.matrix import parse_matrix
+from mlxcompat.cli import main
+from mlxcompat.matrix import MatrixError, parse_matrix
 
 VERSIONS = ["0.30.4", "0.30.5", "0.30.6", "0.30.7", "0.31.1", "0.31.2", "0.31.3", "0.32.0"]
-MATRIX = parse_matrix({"schema": 1,
+MATRIX = parse_matrix({"schema": 2,
                        "backends": {"cpu": {"device": "cpu", "requirement": {"linux": "x=={v}"}}},
                        "subjects": {"none": {}}, "cells": [{"mlx-lm": "0.32.0", "mlx": "0.32.2"}]})
 
@@ -27,19 +29,19 @@ class FakeBisect(bisect_mod.Bisect):
         return self.seen[version]
 
 
-def _run(monkeypatch, tmp_path, truth):
+def _run(monkeypatch, tmp_path, truth, model="qwen3_next"):
     monkeypatch.setattr(bisect_mod, "releases", lambda *a: VERSIONS)
-    b = FakeBisect(MATRIX, "parity", "qwen3_next", "history", "none", tmp_path, tmp_path)
+    monkeypatch.setattr(bisect_mod, "_narrow", lambda b, versions, wheels: versions)
+    b = FakeBisect(MATRIX, "parity", model, "history", "none", tmp_path, tmp_path)
     b.truth = truth
     return bisect_mod.run_bisect(b, VERSIONS[0], VERSIONS[-1], tmp_path)
 
 
 def test_finds_first_release_that_differs(monkeypatch, tmp_path) -> None:
-    truth = {v: ("error" if i < 5 else "pass") for i, v in enumerate(VERSIONS)}
+    truth = {v: ("fail" if i < 5 else "pass") for i, v in enumerate(VERSIONS)}
     result = _run(monkeypatch, tmp_path, truth)
     assert (result["last_same"], result["boundary"]) == ("0.31.1", "0.31.2")
     assert len(result["visited"]) <= 5
-    assert result["visited"]["0.31.2"]["verdict"] == "pass"
 
 
 def test_same_verdict_at_both_bounds_stops_early(monkeypatch, tmp_path) -> None:
@@ -48,13 +50,46 @@ def test_same_verdict_at_both_bounds_stops_early(monkeypatch, tmp_path) -> None:
     assert set(result["visited"]) == {VERSIONS[0], VERSIONS[-1]}
 
 
-def test_an_error_is_a_verdict_like_any_other(monkeypatch, tmp_path) -> None:
-    truth = {v: ("pass" if i < 2 else "error") for i, v in enumerate(VERSIONS)}
-    assert _run(monkeypatch, tmp_path, truth)["boundary"] == "0.30.6"
+@pytest.mark.parametrize("verdict", ["skip", "missing", "install-failed", "no-result"])
+def test_a_bound_without_a_verdict_is_refused(monkeypatch, tmp_path, verdict) -> None:
+    truth = dict.fromkeys(VERSIONS, "pass")
+    truth[VERSIONS[0]] = verdict
+    with pytest.raises(bisect_mod.BisectError, match="gives no verdict to compare"):
+        _run(monkeypatch, tmp_path, truth)
+
+
+def test_range_starts_where_the_model_exists(monkeypatch, tmp_path, capsys) -> None:
+    monkeypatch.setattr(bisect_mod, "wheel_for", lambda pkg, v, wheels: v)
+    monkeypatch.setattr(bisect_mod, "has_file", lambda wheel, name: wheel >= "0.30.7")
+    b = FakeBisect(MATRIX, "parity", "qwen3_5", "history", "none", tmp_path, tmp_path)
+    assert bisect_mod._narrow(b, VERSIONS, tmp_path)[0] == "0.30.7"
+    assert "qwen3_5 first exists in mlx-lm 0.30.7" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("args", "words"), [
+    (["--check", "parrity"], "unknown check 'parrity'; valid: parity"),
+    (["--model", "gpt2"], "unknown model 'gpt2'; valid: llama"),
+    (["--mode", "histroy"], "unknown mode 'histroy' of parity; valid: fresh"),
+    (["--subject", "nobody"], "unknown subject 'nobody'"),
+])
+def test_unknown_names_are_refused(args, words) -> None:
+    base = {"--check": "parity", "--model": "qwen3_5", "--mode": "history", "--subject": "none"}
+    base.update(dict(zip(args[::2], args[1::2], strict=True)))
+    with pytest.raises(MatrixError, match=words.replace("(", r"\(")):
+        bisect_mod.validate(MATRIX, base["--check"], base["--model"], base["--mode"],
+                            base["--subject"])
+
+
+def test_cli_exits_non_zero_on_a_misspelt_check(tmp_path, capsys) -> None:
+    matrix = Path(__file__).resolve().parents[2] / "matrix.yaml"
+    code = main(["--matrix", str(matrix), "bisect", "--check", "parrity", "--model", "qwen3_5",
+                 "--between", "0.30.4", "0.32.2", "--work", str(tmp_path)])
+    assert code == 2
+    assert "unknown check 'parrity'; valid: parity" in capsys.readouterr().err
 
 
 def test_range_needs_two_releases(monkeypatch, tmp_path) -> None:
     monkeypatch.setattr(bisect_mod, "releases", lambda *a: ["0.32.0"])
     b = FakeBisect(MATRIX, "parity", "llama", "fresh", "none", tmp_path, tmp_path)
-    with pytest.raises(ValueError, match="fewer than two releases"):
+    with pytest.raises(bisect_mod.BisectError, match="fewer than two releases"):
         bisect_mod.run_bisect(b, "0.32.0", "0.32.0", tmp_path)

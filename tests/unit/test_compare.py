@@ -58,3 +58,39 @@ def test_nan_scores_fail_and_are_named_not_hidden():
     assert metrics["non_finite_rows"] == [0]
     assert metrics["max_abs_delta"] is None
     assert "NaN/inf scores in rows [0]" in detail
+
+
+def test_no_rows_fail():
+    verdict, _, detail = compare_rows([], [], [], [], 1e-4)
+    assert verdict == "fail" and "no rows were compared" in detail
+
+
+def test_a_row_without_tokens_fails():
+    verdict, _, detail = compare_rows([[]], [[]], [[]], [[]], 1e-4)
+    assert verdict == "fail" and "row 0 has no tokens" in detail
+
+
+def test_score_count_must_match_token_count():
+    a = _scores([[0.0], [0.0]])
+    verdict, _, detail = compare_rows(a, a, [[1]], [[1]], 1e-4)
+    assert verdict == "fail" and "2 scores for 1 batched tokens" in detail
+
+
+def test_nan_after_the_divergence_still_fails():
+    a = _scores([[0.0], [0.0], [float("nan")]])
+    b = _scores([[0.0], [0.0], [0.0]])
+    verdict, metrics, _ = compare_rows(a, b, [[1, 2, 3]], [[1, 9, 3]], 1e-4)
+    assert verdict == "fail" and metrics["non_finite_rows"] == [0]
+
+
+def test_nan_in_the_reference_fails_too():
+    a = _scores([[0.0]])
+    b = _scores([[float("inf")]])
+    verdict, metrics, _ = compare_rows(a, b, [[1]], [[1]], 1e-4)
+    assert verdict == "fail" and metrics["non_finite_rows"] == [0]
+
+
+def test_stalled_rows_fail_and_are_named():
+    a = _scores([[0.0]])
+    verdict, metrics, detail = compare_rows(a, a, [[1]], [[1]], 1e-4, stalled=[0])
+    assert verdict == "fail" and metrics["stalled_rows"] == [0] and "stalled" in detail

@@ -92,3 +92,24 @@ def test_error_is_reported_not_raised(monkeypatch: pytest.MonkeyPatch) -> None:
     assert status.status == "error"
     assert "RuntimeError: probe exploded" in status.detail
     assert not bool(status)
+
+
+def test_merge_compares_only_steps_made_by_the_batch() -> None:
+    """The merge scenario's first logits come from each row's own prefill: never compared."""
+    from mlxcompat.checks import glm4v as check
+
+    class Runner:
+        def merge(self, prompts):
+            import mlx.core as mx
+
+            return mx.zeros((len(prompts), 4))
+
+        def step(self, tokens):
+            import mlx.core as mx
+
+            return mx.ones((len(tokens), 4))
+
+    prompts, rows = check._merge(Runner())
+    assert check.FIRST_STEP["merge"] == 1
+    assert all(len(v) == check.STEPS for v in rows.values())
+    assert all(float(v[0].sum()) == 4.0 for v in rows.values())  # a batched step, not prefill

@@ -12,9 +12,12 @@ import pytest
 
 pytest.importorskip("mlx_lm")
 
-from mlxcompat.drivers import targets
 from mlxcompat.drivers.capabilities import probe_lm
 from mlxcompat.patches import mamba_cache
+from mlxcompat.registry import build_registry
+from mlxcompat.subjects import changed, snapshot
+
+TARGETS = build_registry().roles["mamba"].targets
 
 
 @pytest.fixture(autouse=True)
@@ -26,10 +29,10 @@ def _clean() -> Iterator[None]:
 
 def test_second_ensure_call_changes_nothing() -> None:
     first = mamba_cache.ensure_mamba_support()
-    after_first = targets.snapshot("mamba")
+    after_first = snapshot(TARGETS)
     second = mamba_cache.ensure_mamba_support()
     assert second is first
-    assert targets.changed(after_first, targets.snapshot("mamba")) == []
+    assert changed(after_first, snapshot(TARGETS)) == []
 
 
 def test_ensure_decides_by_capability() -> None:
@@ -41,14 +44,14 @@ def test_ensure_decides_by_capability() -> None:
 
 
 def test_unpatch_restores_every_original_by_identity() -> None:
-    before = targets.snapshot("mamba")
+    before = snapshot(TARGETS)
     status = mamba_cache.patch_mlx_lm_for_mamba()
     if status.status != "applied":
         pytest.skip(f"forced patch cannot apply on this mlx-lm: {status.detail}")
-    assert targets.changed(before, targets.snapshot("mamba"))
+    assert changed(before, snapshot(TARGETS))
     mamba_cache.patch_mlx_lm_for_mamba()
     mamba_cache.unpatch()
-    assert targets.changed(before, targets.snapshot("mamba")) == []
+    assert changed(before, snapshot(TARGETS)) == []
 
 
 def test_batch_cache_round_trip_extract_merge() -> None:

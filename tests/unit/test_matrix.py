@@ -13,7 +13,7 @@ from mlxcompat.matrix import MatrixError, load_matrix, parse_matrix
 ROOT = Path(__file__).resolve().parents[2]
 
 BASE = {
-    "schema": 1,
+    "schema": 2,
     "backends": {"cpu": {"device": "cpu",
                          "requirement": {"linux": "mlx[cpu]=={v}", "darwin": "mlx=={v}"}}},
     "subjects": {"none": {}, "mine": {"entry_points": {"mamba": "pkg.mod:fn"}}},
@@ -92,16 +92,21 @@ def test_unknown_check() -> None:
     assert "checks[0]: unknown check 'speed'" in _error(_with("checks", ["speed"]))
 
 
+def test_schema_1_is_refused_with_a_pointer() -> None:
+    assert "this mlxcompat reads schema 2" in _error(_with("schema", 1))
+
+
 def test_bad_specifier_in_expectation() -> None:
-    exp = {"match": {"mlx-lm": "=>0.30"}, "verdict": "fail", "reason": "r"}
+    exp = {"match": {"mlx-lm": "=>0.30"}, "verdict": "fail", "reason": "r", "open": True,
+           "link": "https://x.org"}
     msg = _error(_with("expectations", [exp]))
     assert "expectations[0].match.mlx-lm: '=>0.30' is not a version specifier" in msg
 
 
 def test_expectation_needs_reason_and_known_verdict() -> None:
-    no_reason = {"match": {"model": "mamba"}, "verdict": "fail"}
+    no_reason = {"match": {"model": "mamba", "mlx-lm": "<1"}, "verdict": "fail"}
     assert "expectations[0].reason" in _error(_with("expectations", [no_reason]))
-    bad = {"match": {"model": "mamba"}, "verdict": "broken", "reason": "r"}
+    bad = {"match": {"model": "mamba", "mlx-lm": "<1"}, "verdict": "broken", "reason": "r"}
     assert "expectations[0].verdict: 'broken'; allowed" in _error(_with("expectations", [bad]))
 
 
@@ -122,14 +127,50 @@ def test_invalid_yaml_file(tmp_path: Path) -> None:
         load_matrix(bad)
 
 
-def test_expectation_matching_by_specifier_and_pattern() -> None:
-    exp = {"match": {"check": "parity", "model": "mamba*", "mlx-lm": ">=0.30.4"},
+def test_expectation_matching_by_specifier_and_name() -> None:
+    exp = {"match": {"check": "parity", "model": "mamba", "mlx-lm": ">=0.30.4,<0.33"},
            "verdict": "fail", "reason": "Mamba v1 ignores padding masks"}
     matrix = parse_matrix(_with("expectations", [exp]))
     result = {"check": "parity", "model": "mamba", "mode": "fresh", "subject": "none"}
     assert matrix.expectation_for(result, "c", {"mlx-lm": "0.32.2"}) is not None
     assert matrix.expectation_for(result, "c", {"mlx-lm": "0.29.1"}) is None
     assert matrix.expectation_for({**result, "model": "llama"}, "c", {"mlx-lm": "0.32.2"}) is None
+
+
+def test_globs_are_not_names() -> None:
+    exp = {"match": {"check": "parity", "mode": ["[fsl]*"], "mlx-lm": "<1"}, "verdict": "fail",
+           "reason": "r"}
+    assert "match.mode[0]: unknown mode '[fsl]*'; known: fresh" in _error(
+        _with("expectations", [exp]))
+
+
+def test_expectation_needs_an_upper_bound_or_open_with_link() -> None:
+    unbounded = {"match": {"model": "mamba", "mlx-lm": ">=0.30"}, "verdict": "fail",
+                 "reason": "r"}
+    assert "give a version upper bound" in _error(_with("expectations", [unbounded]))
+    no_link = {"match": {"model": "mamba"}, "verdict": "fail", "reason": "r", "open": True}
+    assert "needs the https link" in _error(_with("expectations", [no_link]))
+
+
+def test_bounds_belong_to_their_verdicts() -> None:
+    delta = {"match": {"model": "mamba", "mlx-lm": "<1"}, "verdict": "error", "reason": "r",
+             "max_delta": 0.1}
+    assert "only with verdict fail" in _error(_with("expectations", [delta]))
+    regex = {"match": {"model": "mamba", "mlx-lm": "<1"}, "verdict": "fail", "reason": "r",
+             "error": "TypeError"}
+    assert "only with verdict error" in _error(_with("expectations", [regex]))
+
+
+def test_project_models_and_roles_are_declared_like_builtins() -> None:
+    doc = _with("models", {"tiny_gemma": {"factory": "srv.models:gemma", "runner": "lm"}})
+    doc["roles"] = {"gemma": {"targets": ["mlx_lm.models.gemma3_text"], "checks": ["parity"],
+                              "models": ["tiny_gemma"]}}
+    doc["subjects"]["mine"]["entry_points"] = {"gemma": "srv.patch:apply"}
+    matrix = parse_matrix(doc)
+    assert matrix.registry.models["tiny_gemma"].runner == "lm"
+    assert matrix.registry.roles["gemma"].models == ("tiny_gemma",)
+    assert "a model 'llama' is built in" in _error(
+        _with("models", {"llama": {"factory": "a:b", "runner": "lm"}}))
 
 
 def test_round_trip_of_project_matrix_through_yaml() -> None:
@@ -152,12 +193,13 @@ def test_unknown_default_backend() -> None:
 
 
 def test_expectation_lists_are_any_of() -> None:
-    exp = {"match": {"subject": ["none", "mine"], "model": "mamba"}, "verdict": "error",
-           "reason": "no patch"}
+    exp = {"match": {"subject": ["none", "mine"], "model": "mamba", "mlx-lm": "<1"},
+           "verdict": "error", "reason": "no patch"}
     matrix = parse_matrix(_with("expectations", [exp]))
     row = {"check": "parity", "model": "mamba", "mode": "fresh"}
-    assert matrix.expectation_for({**row, "subject": "mine"}, "c", {}) is not None
-    assert matrix.expectation_for({**row, "subject": "other"}, "c", {}) is None
-    bad = {"match": {"subject": ["none", "nobody"]}, "verdict": "error", "reason": "r"}
-    assert "expectations[0].match.subject: 'nobody' matches no known" in _error(
+    assert matrix.expectation_for({**row, "subject": "mine"}, "c", {"mlx-lm": "0.3"}) is not None
+    assert matrix.expectation_for({**row, "subject": "other"}, "c", {"mlx-lm": "0.3"}) is None
+    bad = {"match": {"subject": ["none", "nobody"], "mlx-lm": "<1"}, "verdict": "error",
+           "reason": "r"}
+    assert "expectations[0].match.subject[1]: unknown subject 'nobody'" in _error(
         _with("expectations", [bad]))

@@ -2,7 +2,13 @@ import json
 
 import pytest
 
-from mlxcompat.results import CheckResult, describe_exception, empty_cell, write_json_atomic
+from mlxcompat.results import (
+    CheckResult,
+    describe_exception,
+    empty_cell,
+    set_subject_code,
+    write_json_atomic,
+)
 
 
 def test_atomic_write_leaves_only_the_file(tmp_path):
@@ -40,10 +46,34 @@ def test_describe_exception_names_type_message_and_frame():
     assert "in inner" in text
 
 
-def test_empty_cell_has_every_section():
+def test_error_raised_in_the_subjects_code_says_so(tmp_path, monkeypatch):
+    """A patch's own bug must not read as upstream's: name the subject's frame and the
+    innermost upstream frame apart."""
+    upstream = tmp_path / "site-packages" / "mlx_lm" / "generate.py"
+    subject = tmp_path / "site-packages" / "vllm_mlx" / "utils" / "mamba_cache.py"
+    for path, body in ((upstream, "def step(fn):\n    return fn()\n"),
+                       (subject, "def merge():\n    raise IndexError('list index out of range')\n")):
+        path.parent.mkdir(parents=True)
+        path.write_text(body)
+    scope = {}
+    exec(compile(upstream.read_text(), str(upstream), "exec"), scope)
+    sub = {}
+    exec(compile(subject.read_text(), str(subject), "exec"), sub)
+    set_subject_code((str(subject.parent.parent),))
+    try:
+        scope["step"](sub["merge"])
+    except IndexError as exc:
+        text = describe_exception(exc)
+    finally:
+        set_subject_code(())
+    assert "raised in the subject's own code at vllm_mlx/utils/mamba_cache.py:2 in merge" in text
+    assert "innermost upstream frame mlx_lm/generate.py:2 in step" in text
+
+
+def test_empty_cell_has_every_section_and_is_not_complete():
     doc = empty_cell("mlx-lm-0.32.2")
-    assert doc["schema"] == 1
-    assert set(doc) == {"schema", "cell", "env", "install", "results", "patches", "bench"}
+    assert doc["schema"] == 2 and doc["complete"] is False
+    assert {"results", "patches", "bench", "subjects", "run_id"} <= set(doc)
 
 
 def test_check_result_json_round_trip():

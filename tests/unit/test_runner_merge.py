@@ -1,36 +1,90 @@
-from mlxcompat.runner import merge_parts
+"""A cell document from its subject processes: every shortfall is an error row naming why."""
+
+from collections import deque
+from types import SimpleNamespace
+
+import pytest
+
+from mlxcompat.merge import combine_benchmarks, merge_cell
 
 
-def _part(subject, verdicts):
-    return {
-        "env": {"python": "3.11"},
-        "results": [{"check": "parity", "verdict": v, "subject": subject} for v in verdicts],
-        "patches": [{"subject": subject, "patch": "mamba", "status": "applied"}],
-        "bench": [],
-    }
+def _opts(*names, reused=None):
+    return SimpleNamespace(cell="c", run_id="r", inputs={}, subjects=[
+        SimpleNamespace(name=n) for n in names], reused=reused or {}, timeout_s=60, jobs=2,
+        install=None)
 
 
-def test_parts_are_concatenated_in_subject_order():
-    doc = merge_parts("c", [("none", 1, _part("none", ["pass"])),
-                            ("mlxcompat", 0, _part("mlxcompat", ["fail", "skip"]))])
-    assert [r["subject"] for r in doc["results"]] == ["none", "mlxcompat", "mlxcompat"]
-    assert len(doc["patches"]) == 2
-    assert doc["env"] == {"python": "3.11"}
+def _worker(name, code=0, timed_out=False, tail=()):
+    return SimpleNamespace(name=name, code=code, timed_out=timed_out, tail=deque(tail))
 
 
-def test_timed_out_subject_becomes_an_error_naming_the_budget():
-    doc = merge_parts("c", [("none", None, _part("none", ["pass"]))], budget=60)
-    assert [r["verdict"] for r in doc["results"]] == ["pass", "error"]
-    assert "60s budget" in doc["results"][-1]["detail"]
+def _part(subject, verdicts, collected=None):
+    return {"env": {"python": "3.11"},
+            "subjects": {subject: {"collected": len(verdicts) if collected is None
+                                   else collected}},
+            "results": [{"check": "parity", "verdict": v, "subject": subject} for v in verdicts],
+            "patches": [], "bench": []}
 
 
-def test_crashed_subject_without_file_becomes_an_error():
-    doc = merge_parts("c", [("none", -11, None)])
-    (row,) = doc["results"]
-    assert row["verdict"] == "error"
-    assert "signal 11" in row["detail"]
+def _merge(parts, opts=None):
+    opts = opts or _opts(*parts)
+    return merge_cell(opts, parts, None, 0.0)[0]
 
 
-def test_crash_after_some_results_keeps_them_and_adds_an_error():
-    doc = merge_parts("c", [("none", -6, _part("none", ["pass"]))])
-    assert [r["verdict"] for r in doc["results"]] == ["pass", "error"]
+def _runs(doc):
+    return [r for r in doc["results"] if r["check"] == "run"]
+
+
+def test_complete_subjects_add_nothing():
+    doc = _merge({"none": (_worker("none", 1), _part("none", ["pass", "fail"]), None)})
+    assert _runs(doc) == [] and doc["complete"] is True
+    assert doc["subjects"]["none"]["collected"] == 2
+
+
+@pytest.mark.parametrize(("code", "words"), [
+    (2, "interrupted or collection error"), (3, "internal error"), (4, "usage error"),
+    (5, "no tests were collected")])
+def test_pytest_exit_codes_become_errors(code, words):
+    doc = _merge({"none": (_worker("none", code, tail=["E   boom"]), None, None)})
+    (row,) = _runs(doc)
+    assert row["verdict"] == "error" and words in row["detail"] and "boom" in row["detail"]
+
+
+def test_fewer_rows_than_collected_is_an_error():
+    doc = _merge({"none": (_worker("none", 1), _part("none", ["pass"], collected=3), None)})
+    (row,) = _runs(doc)
+    assert "only 1 of 3 collected checks recorded a result" in row["detail"]
+
+
+def test_nothing_collected_is_an_error():
+    doc = _merge({"none": (_worker("none", 0), _part("none", [], collected=0), None)})
+    assert "no checks were collected" in _runs(doc)[0]["detail"]
+
+
+def test_timeout_and_signal_are_errors_and_keep_what_ran():
+    doc = _merge({"none": (_worker("none", None, timed_out=True), _part("none", ["pass"]), None),
+                  "x": (_worker("x", -11), _part("x", ["pass"]), None)})
+    assert [r["verdict"] for r in doc["results"] if r["check"] == "parity"] == ["pass", "pass"]
+    details = [r["detail"] for r in _runs(doc)]
+    assert "60s budget" in details[0] and "signal 11" in details[1]
+
+
+def test_a_subject_that_never_started_is_an_error():
+    doc = _merge({}, _opts("none"))
+    assert "never started" in _runs(doc)[0]["detail"]
+
+
+def test_reused_subjects_are_copied_and_marked():
+    old = {"results": [{"check": "parity", "verdict": "pass", "subject": "none"}],
+           "patches": [], "bench": [], "subject": {"collected": 1}, "env": {"python": "3.11"}}
+    doc = _merge({}, _opts("none", reused={"none": old}))
+    assert doc["results"][0]["reused"] is True and doc["subjects"]["none"]["reused"] is True
+
+
+def test_benchmarks_of_all_subjects_go_into_one_compare_file():
+    one = {"machine_info": {}, "benchmarks": [{"name": "test_throughput[llama-8]",
+                                                "fullname": "x::test_throughput[llama-8]",
+                                                "params": {}, "group": None}]}
+    doc = combine_benchmarks({"none": one, "mlxcompat": one})
+    assert [b["name"] for b in doc["benchmarks"]] == [
+        "none::test_throughput[llama-8]", "mlxcompat::test_throughput[llama-8]"]

@@ -1,57 +1,88 @@
+"""A subject's status comes from observation, never from what its entry point says."""
+
 import sys
+import types
 from pathlib import Path
 
 import pytest
 
 from mlxcompat import subjects
-from mlxcompat.drivers import targets
+from mlxcompat.registry import RoleDecl
 
 sys.path.insert(0, str(Path(__file__).parent))
+ROLE = RoleDecl("mamba", ("fake_target",), ("parity",), ())
 
 
-@pytest.fixture
-def no_targets(monkeypatch):
-    """Pretend the release has none of the role's targets, so tests need no mlx."""
-    monkeypatch.setitem(targets.TARGETS, "fake", ())
+@pytest.fixture(autouse=True)
+def fake_target(monkeypatch):
+    mod = types.ModuleType("fake_target")
+
+    class Cache:
+        def extract(self, i):
+            return None
+
+    Cache.__module__ = "fake_target"
+    mod.Cache = Cache
+    mod.helper = lambda: "original"
+    monkeypatch.setitem(sys.modules, "fake_target", mod)
+    import fake_entry_points
+
+    fake_entry_points._saved.clear()
+    return mod
 
 
 def _apply(name):
-    return subjects.apply_entry_point("s", "fake", f"fake_entry_points:{name}")
+    return subjects.apply_entry_point("s", ROLE, f"fake_entry_points:{name}")
 
 
-def test_status_object_is_taken_as_returned(no_targets):
+def test_self_report_is_recorded_beside_the_observation():
     row = _apply("returns_status")
-    assert (row["status"], row["detail"].split(";")[0]) == ("skipped", "native")
+    assert (row["status"], row["claim"], row["agrees"]) == ("skipped", ["skipped"], True)
 
 
-def test_log_only_entry_point_is_recorded_with_its_log(no_targets):
-    row = _apply("logs_only")
-    assert row["status"] == "not-applicable"
-    assert row["log"] == ["nothing to do"]
+def test_claiming_applied_while_patching_nothing_disagrees():
+    row = _apply("claims_applied_patches_nothing")
+    assert row["status"] == "skipped" and row["agrees"] is False
 
 
-def test_raising_entry_point_is_error(no_targets):
-    row = _apply("raises")
-    assert row["status"] == "error"
-    assert "RuntimeError: boom" in row["detail"]
-
-
-def test_missing_module_is_unavailable():
-    row = subjects.apply_entry_point("s", "fake", "no_such_module_xyz:f")
-    assert row["status"] == "unavailable"
-
-
-def test_replacement_is_observed_by_identity(monkeypatch):
-    holder = type("Holder", (), {"target": staticmethod(lambda: 1)})
-    mod = type(sys)("fake_target_module")
-    mod.Holder = holder
-    monkeypatch.setitem(sys.modules, "fake_target_module", mod)
-    monkeypatch.setitem(targets.TARGETS, "fake", (("fake_target_module", "Holder.target"),))
-
-    def patcher():
-        holder.target = staticmethod(lambda: 2)
-
-    mod.patcher = patcher
-    row = subjects.apply_entry_point("s", "fake", "fake_target_module:patcher")
+def test_in_place_method_replacement_counts_as_applied():
+    row = _apply("in_place_method")
     assert row["status"] == "applied"
-    assert "fake_target_module:Holder.target" in row["detail"]
+    assert "fake_target:Cache.extract" in row["changed"]
+
+
+def test_log_only_entry_point_is_skipped_with_its_log():
+    row = _apply("logs_only")
+    assert row["status"] == "skipped" and row["log"] == ["nothing to do"]
+
+
+def test_missing_module_is_an_import_error():
+    row = subjects.apply_entry_point("s", ROLE, "no_such_module_xyz:f")
+    assert (row["status"], row["imported"]) == ("error", False)
+    assert "No module named 'no_such_module_xyz'" in row["detail"]
+
+
+def test_raising_entry_point_that_changed_something_is_half_applied():
+    row = _apply("raises_half_applied")
+    assert row["status"] == "error"
+    assert row["idempotence"]["left_changed"] == ["fake_target:helper"]
+
+
+def test_a_second_call_that_wraps_again_is_recorded():
+    row = _apply("wraps_every_call")
+    assert row["idempotence"]["second_call_changed"] == ["fake_target:helper"]
+
+
+def test_unpatch_restores_and_reapply_changes_the_same_targets(fake_target):
+    original = fake_target.helper
+    row = _apply("reversible")
+    rec = row["idempotence"]
+    assert rec["unpatch"] is True and rec["not_restored"] == [] and rec["reapply_differs"] == []
+    assert rec["second_call_changed"] == []
+    assert fake_target.helper is not original  # re-applied after the round trip
+
+
+def test_no_target_module_is_not_applicable():
+    role = RoleDecl("glm4v", ("no_such_target_module_xyz",), ("glm4v",), ())
+    row = subjects.apply_entry_point("s", role, "fake_entry_points:logs_only")
+    assert row["status"] == "not-applicable"

@@ -9,6 +9,7 @@ from mlxcompat.checks import DEFAULT_TOLERANCE, guarded
 from mlxcompat.checks.compare import compare_rows
 from mlxcompat.checks.parity import parity_rows
 from mlxcompat.models import build_model
+from mlxcompat.registry import ModelDecl
 from mlxcompat.results import CheckResult
 
 _WARMUP_STEPS = 2
@@ -16,7 +17,7 @@ _CHECK_STEPS = 4
 
 
 def check_cache_contract(
-    model: str, subject: str, tolerance: float = DEFAULT_TOLERANCE, seed: int = 0
+    model: ModelDecl, subject: str, tolerance: float = DEFAULT_TOLERANCE, seed: int = 0
 ) -> CheckResult:
     """Prefill rows alone, merge, decode; then split (extract) + re-merge and compare."""
 
@@ -35,7 +36,7 @@ def check_cache_contract(
         verdict, metrics, detail = compare_rows(
             split, unsplit, split_tokens, unsplit_tokens, tolerance
         )
-        return CheckResult("cache-contract", verdict, "extract-merge", model, subject,  # type: ignore[arg-type]
+        return CheckResult("cache-contract", verdict, "extract-merge", model.name, subject,  # type: ignore[arg-type]
                            metrics, detail)
 
-    return guarded("cache-contract", "extract-merge", model, subject, body)
+    return guarded("cache-contract", "extract-merge", model.name, subject, body)

@@ -1,4 +1,4 @@
-"""Parity: batched output equals each prompt run alone, in the four modes of DESIGN."""
+"""Parity: batched output equals each prompt run alone, in every parity mode of the registry."""
 
 from __future__ import annotations
 
@@ -6,10 +6,11 @@ import numpy as np
 
 from mlxcompat.checks import DEFAULT_TOLERANCE, guarded
 from mlxcompat.checks.compare import compare_rows
-from mlxcompat.models import MODELS, build_model
+from mlxcompat.models import build_model
+from mlxcompat.registry import PARITY_MODES, ModelDecl
 from mlxcompat.results import CheckResult
 
-MODES: tuple[str, ...] = ("fresh", "staggered", "leave", "history", "history-equal")
+MODES = PARITY_MODES
 _PROMPT_LENGTHS = (7, 3, 5, 9)
 _VOCAB = 128
 
@@ -25,7 +26,9 @@ def parity_rows(mode: str, seed: int = 0) -> list:
     max_tokens so rows finish while others go on (cache filter / extract); history: rows
     carry their own prefilled caches and unequal remaining tails (cache merge);
     history-equal: the same with equal tails, so no tail is padded and a failure there is
-    about carrying history at all, not about masking padding.
+    about carrying history at all, not about masking padding; history-mixed: half the rows
+    bring history, half are new; history-single: one row of four brings history;
+    history-join: two new rows run, then two rows with history join them (merge, then extend).
     """
     from mlxcompat.drivers.lm_runner import Row
 
@@ -43,19 +46,30 @@ def parity_rows(mode: str, seed: int = 0) -> list:
     if mode == "history-equal":
         tails = [_tokens(rng, 3) for _ in prompts]
         return [Row(t, 5, history=p) for p, t in zip(prompts, tails, strict=True)]
+    tails = [_tokens(rng, n) for n in (3, 1, 4, 2)]
+    if mode == "history-mixed":
+        return [Row(t, 5, history=p) if i % 2 == 0 else Row(p, 5)
+                for i, (p, t) in enumerate(zip(prompts, tails, strict=True))]
+    if mode == "history-single":
+        return [Row(t, 5, history=p) if i == 2 else Row(p, 5)
+                for i, (p, t) in enumerate(zip(prompts, tails, strict=True))]
+    if mode == "history-join":
+        return [Row(p, 7) if i < 2 else Row(t, 5, history=p, join_after=2)
+                for i, (p, t) in enumerate(zip(prompts, tails, strict=True))]
     raise ValueError(f"unknown parity mode {mode!r}; expected one of {MODES}")
 
 
 def check_parity(
-    model: str, mode: str, subject: str, tolerance: float = DEFAULT_TOLERANCE, seed: int = 0
+    model: ModelDecl, mode: str, subject: str, tolerance: float = DEFAULT_TOLERANCE,
+    seed: int = 0,
 ) -> CheckResult:
     """Batched (BatchGenerator) vs single (`generate_step`) greedy tokens and logprobs."""
 
     def body() -> CheckResult:
         from mlxcompat.drivers.lm_runner import run_batched, run_single
 
-        if MODELS[model].family != "lm":
-            raise ValueError(f"{model} is not an mlx-lm model")
+        if model.runner != "lm":
+            raise ValueError(f"{model.name} is not driven by BatchGenerator")
         net = build_model(model, seed)
         rows = parity_rows(mode, seed)
         batched = run_batched(net, rows)
@@ -66,7 +80,8 @@ def check_parity(
             [b.tokens for b in batched],
             [s.tokens for s in single],
             tolerance,
+            stalled=[i for i, b in enumerate(batched) if b.finish_reason is None],
         )
-        return CheckResult("parity", verdict, mode, model, subject, metrics, detail)  # type: ignore[arg-type]
+        return CheckResult("parity", verdict, mode, model.name, subject, metrics, detail)  # type: ignore[arg-type]
 
-    return guarded("parity", mode, model, subject, body)
+    return guarded("parity", mode, model.name, subject, body)

@@ -17,8 +17,6 @@ import numpy as np
 from mlxcompat.drivers.capabilities import cache_module, generate_module
 from mlxcompat.results import SkipCheck
 
-MAX_STEPS = 10_000
-
 
 @dataclass
 class Row:
@@ -103,23 +101,35 @@ def close(generator: Any) -> None:
         closer()
 
 
+MAX_EMPTY_STEPS = 64
+
+
 def run_batched(model: Any, rows: Sequence[Row]) -> list[RowOutput]:
-    """Drive BatchGenerator over `rows` (joining at their steps) until every row finished."""
+    """Drive BatchGenerator over `rows` (joining at their steps) until every row finished.
+
+    The number of `next()` calls is capped (every token the rows asked for, plus slack for
+    prefill steps), and so is a run of calls that return nothing: a generator that drops a
+    row stops there, and the rows left unfinished (finish_reason None) are the ones that
+    stalled.
+    """
     generator = new_batch_generator(model)
     outputs = [RowOutput() for _ in rows]
     by_uid: dict[int, int] = {}
     pending = sorted(range(len(rows)), key=lambda i: rows[i].join_after)
-    steps = 0
+    budget = sum(r.max_tokens for r in rows) + 4 * len(rows) + MAX_EMPTY_STEPS
+    steps = calls = empty = 0
     try:
-        while True:
+        while calls < budget and empty < MAX_EMPTY_STEPS:
             joining = [i for i in pending if rows[i].join_after <= steps]
             if joining:
                 pending = [i for i in pending if i not in joining]
                 uids = insert_rows(generator, model, [rows[i] for i in joining])
                 by_uid.update(zip(uids, joining, strict=True))
-            if all(o.finish_reason for o in outputs):
+            if not pending and all(o.finish_reason for o in outputs):
                 break
             responses = step(generator)
+            calls += 1
+            empty = 0 if responses else empty + 1
             for r in responses:
                 out = outputs[by_uid[r.uid]]
                 out.tokens.append(int(r.token))
@@ -128,10 +138,8 @@ def run_batched(model: Any, rows: Sequence[Row]) -> list[RowOutput]:
                     out.finish_reason = r.finish_reason
                     out.cache = getattr(r, "prompt_cache", None)
             steps += bool(responses)
-            if steps > MAX_STEPS:
-                raise RuntimeError(f"BatchGenerator did not finish within {MAX_STEPS} steps")
-            if not responses and not pending and not any(o.finish_reason is None for o in outputs):
-                break
+            if pending and all(outputs[i].finish_reason for i in by_uid.values()):
+                steps = max(steps, rows[pending[0]].join_after)  # nothing left running
     finally:
         close(generator)
     return outputs

@@ -1,43 +1,28 @@
-"""One registry of tiny, seeded, randomly initialised models (float32, untied, no hub).
+"""Build the tiny models a matrix declares (`module:factory`), once per process.
 
-Building a model the installed release lacks raises `SkipCheck` with the reason.
+A factory takes a seed and returns a float32 model with random weights; the built-in ones
+live beside this file and are declared in builtin.yaml like any project's own. A factory
+raises SkipCheck when its model does not exist in the installed release.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+import importlib
 from typing import Any
 
-from mlxcompat.models.lm import LM_CONFIGS, build_lm
+from mlxcompat.registry import ModelDecl
+
+_BUILT: dict[tuple[str, int], Any] = {}
 
 
-@dataclass(frozen=True)
-class ModelSpec:
-    """A model name, the runner family that drives it, and its factory `build(seed)`."""
-
-    name: str
-    family: str  # "lm": mlx-lm BatchGenerator; "glm4v": mlx-vlm language model
-    build: Callable[[int], Any]
+def load_factory(reference: str) -> Any:
+    module, _, name = reference.partition(":")
+    return getattr(importlib.import_module(module), name)
 
 
-def _lm(name: str) -> ModelSpec:
-    return ModelSpec(name, "lm", lambda seed: build_lm(name, seed))
-
-
-def _glm4v(seed: int) -> Any:
-    from mlxcompat.models.glm4v import build_glm4v_language_model
-
-    return build_glm4v_language_model(seed)
-
-
-LM_MODELS: tuple[str, ...] = tuple(LM_CONFIGS)
-MODELS: dict[str, ModelSpec] = {
-    **{name: _lm(name) for name in LM_MODELS},
-    "glm4v_moe": ModelSpec("glm4v_moe", "glm4v", _glm4v),
-}
-
-
-def build_model(name: str, seed: int = 0) -> Any:
-    """Build the named tiny model; raises KeyError for an unknown name, SkipCheck if absent."""
-    return MODELS[name].build(seed)
+def build_model(decl: ModelDecl, seed: int = 0) -> Any:
+    """The model of `decl` for `seed`; built once per process (checks never mutate weights)."""
+    key = (decl.factory, seed)
+    if key not in _BUILT:
+        _BUILT[key] = load_factory(decl.factory)(seed)
+    return _BUILT[key]

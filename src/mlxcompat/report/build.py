@@ -1,7 +1,9 @@
 """`mlxcompat report`: aggregate, diff against the baseline, write compat.{json,md,html}.
 
-Exit code 1 only for unexpected outcomes or regressions against the baseline; the last line
-printed says why. Input problems are one line each, on stderr and in the report.
+Fails closed. The exit code is non-zero, with one line naming each, for: an input problem
+(unreadable, half-written, incomplete or future-schema JSON), a matrix cell a runner label
+should have and does not, an unexpected outcome, and a regression against the baseline
+(unless accepted). The last line printed says which.
 """
 
 from __future__ import annotations
@@ -11,11 +13,12 @@ import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from mlxcompat.matrix import Matrix
 from mlxcompat.report.aggregate import aggregate
 from mlxcompat.report.baseline import diff, load_baseline, regressions
-from mlxcompat.report.load import load_cells
+from mlxcompat.report.load import LoadedCells, load_cells
 from mlxcompat.results import write_json_atomic
 
 
@@ -32,45 +35,51 @@ class ReportPaths:
 
 
 def build_report(paths: ReportPaths, matrix: Matrix | None, accept: bool = False,
-                 html: bool = True) -> tuple[int, str]:
+                 html: bool = True, tag: str = "") -> tuple[int, str]:
     """Write the report files; returns (exit code, the closing line)."""
-    loaded = load_cells(paths.raw)
+    loaded = load_cells(paths.raw, matrix, tag)
     baseline, problem = load_baseline(paths.baseline)
-    problems = loaded.problems + ([problem] if problem else [])
-    for line in problems:
-        print(f"mlxcompat report: {line}", file=sys.stderr)
-    report = aggregate(loaded.cells, matrix, problems)
+    if problem:
+        loaded.problems.append(problem)
+    for line in loaded.problems:
+        print(f"mlxcompat report: problem: {line}", file=sys.stderr)
+    for line in loaded.missing:
+        print(f"mlxcompat report: missing: {line}", file=sys.stderr)
+    for name in loaded.strays:
+        print(f"mlxcompat report: ignored {name}: it belongs to no matrix cell", file=sys.stderr)
+    report = aggregate(loaded.cells, matrix)
+    report.update(problems=loaded.problems, missing=loaded.missing, strays=loaded.strays,
+                  labels=loaded.labels, tag=tag or "all")
+    report["full_run"] = bool(matrix) and not tag and not loaded.missing and "" in loaded.labels
     threshold = float(matrix.settings["throughput_threshold"]) if matrix else 0.2
     changes = diff(report, baseline, threshold)
     report["changes"] = changes
-    extra_md, extra_html = _drift_sections(paths)
     paths.out.mkdir(parents=True, exist_ok=True)
     write_json_atomic(paths.out / "compat.json", report)
-    from mlxcompat.report.markdown import render_markdown
+    _render(paths, report, changes, html)
+    if accept:
+        shutil.copyfile(paths.out / "compat.json", paths.baseline)
+    return verdict(report, changes, loaded, accept)
 
-    markdown = render_markdown(report, changes, extra_md)
-    _write_text(paths.out / "compat.md", markdown)
+
+def _render(paths: ReportPaths, report: dict[str, Any], changes: dict[str, Any],
+            html: bool) -> None:
+    from mlxcompat.report.drift import drift_html, drift_markdown
+    from mlxcompat.report.markdown import render_front_page, render_markdown
+
+    probe = paths.out / "probe.json"
+    extra_md = drift_markdown(probe) if probe.exists() else []
+    _write_text(paths.out / "compat.md", render_markdown(report, changes, extra_md))
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary:
+        link = os.environ.get("MLXCOMPAT_REPORT_URL", "")
         with open(summary, "a", encoding="utf-8") as fh:
-            fh.write(markdown)
+            fh.write(render_front_page(report, changes, link))
     if html:
         from mlxcompat.report.html import render_html
 
+        extra_html = drift_html(probe) if probe.exists() else []
         _write_text(paths.out / "compat.html", render_html(report, changes, extra_html))
-    if accept:
-        shutil.copyfile(paths.out / "compat.json", paths.baseline)
-    return _verdict(report, changes, accept)
-
-
-def _drift_sections(paths: ReportPaths) -> tuple[list[str], list[str]]:
-    """The API-drift section when `mlxcompat probe` wrote probe.json beside the report."""
-    probe = paths.out / "probe.json"
-    if not probe.exists():
-        return [], []
-    from mlxcompat.report.drift import drift_html, drift_markdown
-
-    return drift_markdown(probe), drift_html(probe)
 
 
 def _write_text(path: Path, text: str) -> None:
@@ -79,15 +88,26 @@ def _write_text(path: Path, text: str) -> None:
     tmp.replace(path)
 
 
-def _verdict(report: dict, changes: dict, accepted: bool) -> tuple[int, str]:
+def verdict(report: dict[str, Any], changes: dict[str, Any], loaded: LoadedCells,
+            accepted: bool) -> tuple[int, str]:
     regress = [] if accepted else regressions(changes)
     unexpected = [r for r in report["results"] if r["outcome"] == "unexpected"]
-    for r in unexpected[:20]:
+    for r in unexpected[:30]:
         print(f"unexpected: {r['cell']} {r['check']} {r['model']} {r['mode']} {r['subject']}: "
-              f"{r['verdict']} (expected {r['expected'] or 'pass'}) {r['detail'][:120]}")
+              f"{r['why']} — {r['detail'][:140]}")
+    if len(unexpected) > 30:
+        print(f"unexpected: … and {len(unexpected) - 30} more (see compat.md)")
     for line in regress:
         print(f"regression: {line}")
+    if changes["no_baseline"]:
+        print(f"mlxcompat report: {len(changes['no_baseline'])} cell(s) had no comparable "
+              f"baseline: {', '.join(changes['no_baseline'][:8])}"
+              + (" …" if len(changes["no_baseline"]) > 8 else ""))
     why = []
+    if loaded.problems:
+        why.append(f"{len(loaded.problems)} input problem(s)")
+    if loaded.missing:
+        why.append(f"{len(loaded.missing)} missing cell(s)")
     if unexpected:
         why.append(f"{len(unexpected)} unexpected outcome(s)")
     if regress:
@@ -97,4 +117,6 @@ def _verdict(report: dict, changes: dict, accepted: bool) -> tuple[int, str]:
     tail = " (accepted as the new baseline)" if accepted else ""
     if why:
         return 1, "mlxcompat report: FAILED: " + "; ".join(why) + tail
-    return 0, f"mlxcompat report: OK: {len(report['cells'])} cells, all outcomes as expected{tail}"
+    expected = report["expected_failures"]
+    return 0, (f"mlxcompat report: OK: {len(report['cells'])} cells, unexpected: 0 "
+               f"({expected} expected failures, each documented){tail}")

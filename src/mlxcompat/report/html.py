@@ -8,17 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from mlxcompat.report.front import MEANING, SYMBOL, front_pages
+from mlxcompat.report.markdown import span
 from mlxcompat.report.plots import all_plots
-from mlxcompat.report.tables import (
-    ENV_KEYS,
-    MARK,
-    Notes,
-    bench_rows,
-    by_backend,
-    env_rows,
-    patch_table,
-    verdict_tables,
-)
+from mlxcompat.report.sections import requires_of
+from mlxcompat.report.tables import ENV_KEYS, MARK, env_rows, patch_table, verdict_tables
+from mlxcompat.report.throughput import bench_rows, by_backend, compact, full_rows
 
 
 def render_html(report: dict[str, Any], changes: dict[str, Any],
@@ -31,26 +26,30 @@ def render_html(report: dict[str, Any], changes: dict[str, Any],
         loader=jinja2.PackageLoader("mlxcompat.report", "templates"),
         autoescape=True, trim_blocks=True, lstrip_blocks=True,
     )
-    env.globals.update(zip=zip, dict=dict)
-    notes = Notes()
+    env.globals.update(zip=zip, dict=dict, symbol=SYMBOL, span=span)
+    pages, front_notes = front_pages(report, requires_of(report))
+    notes: dict[int, int] = dict(front_notes)
     tables = verdict_tables(report, notes)
+    by_index = {e["index"]: e for e in report.get("expectations", [])}
+    footnotes = [(n, by_index[i]) for i, n in sorted(notes.items(), key=lambda kv: kv[1])
+                 if i in by_index]
     results = report["results"]
-    filters = {
-        "model": sorted({r["model"] for r in results if r["model"]}),
-        "subject": sorted({r["subject"] for r in results if r["subject"]}),
-        "verdict": list(MARK),
-    }
-    counts = " · ".join(f"{v} {n}" for v, n in report["counts"].items())
-    n_failed = len(report["install_failed"])
-    failed = f" ({n_failed} install failed)" if n_failed else ""
-    text = f"{len(report['cells'])} cells{failed} · {counts} · unexpected: {report['unexpected']}"
+    counts = report["counts"]
+    headline = (f"{len(report['cells'])} cells · pass {counts['pass']} · expected failures "
+                f"{report['expected_failures']} · unexpected {report['unexpected']} · "
+                f"regressions {len(changes['regressions'])} · skip {counts['skip']}")
+    bench = {}
+    for backend, rows in by_backend(bench_rows(report)).items():
+        bench[backend] = {"compact": compact(report, rows), "full": full_rows(rows)}
     return env.get_template("compat.html.j2").render(
-        report=report, headline=text, filters=filters, tables=tables,
+        report=report, changes=changes, headline=headline, pages=pages,
+        meaning=MEANING, tables=tables, footnotes=footnotes,
+        releases=[t for t in dict.fromkeys(c for t in tables for c in t.columns)],
+        subjects=sorted({r["subject"] for r in results if r["subject"]}),
+        models=sorted({r["model"] for r in results if r["model"]}),
         unexpected=[r for r in results if r["outcome"] == "unexpected"],
-        legend=" · ".join(f"{g} {v}" for v, g in MARK.items())
-        + " · * expected per matrix.yaml · ! unexpected (outlined) · [n] footnote",
-        patches=patch_table(report),
-        plots=all_plots(report), bench=by_backend(bench_rows(report)), env=env_rows(report),
-        env_keys=ENV_KEYS, notes=list(notes.texts),
+        legend=" · ".join(f"{g} {v}" for v, g in MARK.items()),
+        patches=patch_table(report), plots=all_plots(report), bench=bench,
+        env=env_rows(report), env_keys=ENV_KEYS,
         extra=[Markup(section) for section in (extra or [])],
     )

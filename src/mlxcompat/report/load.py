@@ -1,4 +1,10 @@
-"""Read cell JSONs defensively: a broken file becomes one problem line, never a traceback."""
+"""Read cell JSONs and decide which of them the report may use.
+
+Fails closed: an unreadable, half-written, incomplete or future-schema file is a problem
+line; a matrix cell a runner label should have but does not is a missing line; a file that
+belongs to no matrix cell (a `mlxcompat run --cell local` left behind) is listed and ignored,
+never rendered as a column. Every problem and missing cell makes the report exit non-zero.
+"""
 
 from __future__ import annotations
 
@@ -14,6 +20,15 @@ from mlxcompat.results import SCHEMA
 class LoadedCells:
     cells: list[dict[str, Any]] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    strays: list[str] = field(default_factory=list)
+    labels: list[str] = field(default_factory=list)
+
+
+def split_name(name: str) -> tuple[str, str]:
+    """`<cell>@<label>` -> (cell, label); the label names the runner it ran on."""
+    cell, _, label = name.partition("@")
+    return cell, label
 
 
 def _check(doc: Any, name: str) -> str | None:
@@ -21,14 +36,28 @@ def _check(doc: Any, name: str) -> str | None:
         return f"{name}: not a JSON object"
     if doc.get("schema") != SCHEMA:
         return f"{name}: schema {doc.get('schema')!r}, this mlxcompat reads schema {SCHEMA}"
-    for key, kind in (("cell", str), ("results", list), ("patches", list), ("bench", list)):
+    for key, kind in (("cell", str), ("results", list), ("patches", list), ("bench", list),
+                      ("subjects", dict)):
         if not isinstance(doc.get(key), kind):
             return f"{name}: missing or malformed {key!r}"
+    if doc.get("install", {}).get("status") == "ok" and doc.get("complete") is not True:
+        return f"{name}: the run that wrote it did not finish (complete is not true)"
+    if f"{doc['cell']}.json" != name:
+        return f"{name}: names cell {doc['cell']!r}; a file's name must be its cell's"
     return None
 
 
-def load_cells(raw: Path) -> LoadedCells:
-    """Every `<cell>.json` under `raw` (not `*.bench.json`), with a problem line per bad file."""
+def _read(path: Path) -> tuple[dict[str, Any] | None, str | None]:
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        return None, f"{path.name}: unreadable ({type(exc).__name__}: {exc})"
+    problem = _check(doc, path.name)
+    return (None, problem) if problem else (doc, None)
+
+
+def load_cells(raw: Path, matrix: Any = None, tag: str = "") -> LoadedCells:
+    """Every `<cell>[@<label>].json` under `raw`, checked against the matrix's cells."""
     loaded = LoadedCells()
     if not raw.is_dir():
         loaded.problems.append(f"{raw}: no such folder; run `nox -s matrix` first")
@@ -36,15 +65,27 @@ def load_cells(raw: Path) -> LoadedCells:
     files = sorted(p for p in raw.glob("*.json") if not p.name.endswith(".bench.json"))
     if not files:
         loaded.problems.append(f"{raw}: no cell JSON files; run `nox -s matrix` first")
+    known = {c.id for c in matrix.cells} if matrix is not None else None
+    present: dict[str, set[str]] = {}
+    broken: set[str] = set()
     for path in files:
-        try:
-            doc = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            loaded.problems.append(f"{path.name}: unreadable ({type(exc).__name__}: {exc})")
+        cell, label = split_name(path.stem)
+        if known is not None and cell not in known:
+            loaded.strays.append(path.name)
             continue
-        problem = _check(doc, path.name)
+        present.setdefault(label, set())
+        doc, problem = _read(path)
         if problem:
             loaded.problems.append(problem)
-        else:
-            loaded.cells.append(doc)
+            broken.add(path.stem)
+            continue
+        present[label].add(cell)
+        loaded.cells.append(doc)  # type: ignore[arg-type]
+    loaded.labels = sorted(present)
+    if matrix is not None:
+        for label in loaded.labels:
+            for cell in matrix.cells_for(label, tag):
+                name = f"{cell.id}@{label}" if label else cell.id
+                if cell.id not in present[label] and name not in broken:
+                    loaded.missing.append(f"{name}: no result (the matrix lists this cell)")
     return loaded

@@ -1,27 +1,19 @@
-"""compat.md: headline first, unexpected outcomes next, then one matrix per check group.
+"""compat.md: the front page (is release X safe for my subject, and why not), then the detail
+tables folded into <details> blocks.
 
 Everything taken from cell JSONs is untrusted text: `cell_text` escapes what would break a
-table or inject HTML. The document is kept under GitHub's 1 MiB step-summary limit.
+table or inject HTML. The front page alone is what CI writes to the step summary.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from mlxcompat.report.tables import (
-    ENV_KEYS,
-    GLYPH,
-    STATUS_GLYPH,
-    Notes,
-    Table,
-    bench_rows,
-    by_backend,
-    env_rows,
-    patch_table,
-    verdict_tables,
-)
+from mlxcompat.report.front import MEANING, SYMBOL, Column, FrontPage, front_pages
+from mlxcompat.report.sections import detail_sections, requires_of
 
 LIMIT_BYTES = 1_000_000
+MAX_PROBLEMS = 8
 
 
 def cell_text(value: Any) -> str:
@@ -32,7 +24,7 @@ def cell_text(value: Any) -> str:
     return text
 
 
-def _table(headers: list[str], rows: list[list[Any]]) -> list[str]:
+def table(headers: list[str], rows: list[list[Any]]) -> list[str]:
     out = ["| " + " | ".join(cell_text(h) for h in headers) + " |",
            "|" + "---|" * len(headers)]
     out += ["| " + " | ".join(cell_text(v) for v in row) + " |" for row in rows]
@@ -41,118 +33,116 @@ def _table(headers: list[str], rows: list[list[Any]]) -> list[str]:
 
 def headline(report: dict[str, Any], changes: dict[str, Any]) -> list[str]:
     counts = report["counts"]
-    failed = report["install_failed"]
-    parts = [f"**{len(report['cells'])} cells**" + (f" ({len(failed)} install failed)"
-                                                       if failed else "")]
-    parts += [f"{GLYPH[v]} {v} {counts[v]}" for v in counts]
-    parts.append(f"**unexpected: {report['unexpected']}**")
+    regress = len(changes["regressions"])
+    parts = [f"**{len(report['cells'])} cells**", f"pass {counts['pass']}",
+             f"expected failures {report['expected_failures']} (documented upstream)",
+             f"**unexpected {report['unexpected']}**", f"regressions {regress}",
+             f"skip {counts['skip']}"]
     lines = [" · ".join(parts), ""]
-    if changes["baseline"]:
-        lines += [f"Since the baseline: {len(changes['new_failures'])} new failures, "
-                  f"{len(changes['new_passes'])} new passes, {len(changes['throughput'])} "
-                  f"throughput changes beyond ±{changes['threshold']:.0%}.", ""]
-    else:
-        lines += ["No baseline yet (`mlxcompat report --accept` makes this one the baseline).", ""]
-    return lines
+    lines += [f"> ⛔ input problem: {cell_text(p)}" for p in report["problems"]]
+    lines += [f"> ⛔ missing: {cell_text(m)}" for m in report["missing"]]
+    lines += [f"> ignored (not a matrix cell): {cell_text(s)}" for s in report["strays"]]
+    if changes["no_baseline"]:
+        lines.append(f"> {len(changes['no_baseline'])} cell(s) had no comparable baseline "
+                     f"(another runner, backend or machine).")
+    return [*lines, ""]
 
 
-def _unexpected(report: dict[str, Any]) -> list[str]:
-    rows = [r for r in report["results"] if r["outcome"] == "unexpected"]
-    if not rows:
-        return ["## Unexpected outcomes", "", "None: every outcome is as expected.", ""]
-    body = [[r["cell"], r["check"], r["model"], r["mode"], r["subject"], r["verdict"],
-             r["expected"] or "pass", r["detail"][:200]] for r in rows]
-    return ["## Unexpected outcomes", "",
-            *_table(["cell", "check", "model", "mode", "subject", "verdict", "expected",
-                     "detail"], body)]
+def span(columns: list[Column], cells: list[str]) -> str:
+    """Cells as release ranges in column order: `lm 0.30.4–0.31.1, vlm 0.5.0`."""
+    picked = [c.cell in cells for c in columns]
+    parts, i = [], 0
+    while i < len(columns):
+        if not picked[i]:
+            i += 1
+            continue
+        j = i
+        while j + 1 < len(columns) and picked[j + 1] and columns[j + 1].axis == columns[i].axis:
+            j += 1
+        first, last = columns[i], columns[j]
+        parts.append(first.release if i == j else f"{first.release}–{last.version}")
+        i = j + 1
+    return ", ".join(parts)
 
 
-def _changes(changes: dict[str, Any]) -> list[str]:
-    if not changes["baseline"]:
-        return []
-    out = ["## Changes since the baseline", ""]
-    for title, key in (("New failures", "new_failures"), ("New passes", "new_passes")):
-        rows = [[c["cell"], c["check"], c["model"], c["mode"], c["subject"],
-                 f"{c['was']} → {c['verdict']}"] for c in changes[key]]
-        if rows:
-            out += [f"**{title}**", "",
-                    *_table(["cell", "check", "model", "mode", "subject", "change"], rows)]
-    moves = [[t["cell"], t["model"], t["batch"], t["subject"], f"{t['before']:.1f}",
-              f"{t['after']:.1f}", f"{t['change']:+.0%}"] for t in changes["throughput"]]
-    if moves:
-        out += ["**Throughput**", "", *_table(["cell", "model", "batch", "subject", "before",
-                                              "after", "change"], moves)]
-    return out if len(out) > 2 else [*out, "Nothing changed.", ""]
+def _grid(page: FrontPage) -> list[str]:
+    names = [s.subject for s in page.subjects]
+    rows = [[c.release, *(SYMBOL[s.symbols[c.cell]] for s in page.subjects)]
+            for c in page.columns]
+    return table(["release", *names], rows)
 
 
-def _verdict_table(table: Table) -> list[str]:
-    rows = [[*key, *(e.text if e else "" for e in entries)] for key, entries in table.rows]
-    return [f"### {table.title}", "", *_table([*table.keys, *table.columns], rows)]
-
-
-def _patches(report: dict[str, Any]) -> list[str]:
-    table = patch_table(report)
-    if not table.rows:
-        return []
-    rows = [[*key, *(STATUS_GLYPH.get(s, "") if s else "" for s in entries)]
-            for key, entries in table.rows]
-    legend = " · ".join(f"{g} {s}" for s, g in STATUS_GLYPH.items())
-    return ["## Patch status", "", legend, "", *_table([*table.keys, *table.columns], rows)]
-
-
-def _bench(report: dict[str, Any]) -> list[str]:
-    rows = bench_rows(report)
-    if not rows:
-        return ["## Throughput", "", "No throughput rows (run with `--bench=quick|full`).", ""]
-    out = ["## Throughput", "", "One table per backend: CPU and GPU figures are never compared "
-           "with each other. Hosted macOS runners use a paravirtual GPU; figures from there are "
-           "marked as not comparable to real hardware.", ""]
-    for backend, group in by_backend(rows).items():
-        body = []
-        for b in group:
-            mean = f"{b['mean']:.1f} ± {b['sd']:.1f}" if b["mean"] is not None else ""
-            body.append([b["release"], b.get("model"), b.get("subject"), b.get("batch"), mean,
-                         f"{b['cv']:.1%}" if b["cv"] is not None else "",
-                         _num(b.get("prefill_tok_s"), "{:.0f}"),
-                         _num(b.get("sequential_tok_s"), "{:.1f}"),
-                         _num(b.get("speedup"), "{:.2f}×"), _num(b.get("overhead"), "{:+.1%}"),
-                         _num(b.get("peak_memory_mb"), "{:.1f}"), b.get("error") or b["note"]])
-        devices = ", ".join(sorted({b["device"] for b in group if b["device"]}))
-        out += [f"### {backend}" + (f" ({devices})" if devices else ""), "",
-                *_table(["release", "model", "subject", "batch", "gen tok/s", "CV",
-                         "prefill tok/s", "sequential tok/s", "speedup", "overhead vs none",
-                         "peak MB", "note"], body)]
+def _subject_lines(page: FrontPage, notes: dict[int, int]) -> list[str]:
+    out = []
+    for s in page.subjects:
+        out += [f"#### {s.subject}", ""]
+        if s.requires:
+            declared = " · ".join(f"{k}{v}" for k, v in s.requires.items())
+            out += [f"Declares {cell_text(declared)}; cells outside that range are marked ∅.",
+                    ""]
+        out += [" · ".join(f"{SYMBOL[sym]} {span_}" for sym, span_ in s.runs), ""]
+        for p in s.problems[:MAX_PROBLEMS]:
+            mark = "❌" if p.unexpected else "⚠"
+            when = span(page.columns, p.releases)
+            hist = ", ".join(x for x in (f"first bad {p.first_bad}" if p.first_bad else "",
+                                         f"fixed in {p.fixed_in}" if p.fixed_in else "") if x)
+            refs = "".join(f"[^{n}]" for n in sorted(p.notes))
+            out.append(f"- {mark} **{cell_text(p.what)}** on {cell_text(when)}"
+                       + (f" ({hist})" if hist else "") + (f" {refs}" if refs else ""))
+        if len(s.problems) > MAX_PROBLEMS:
+            out.append(f"- … {len(s.problems) - MAX_PROBLEMS} more in the details below")
+        if s.subject != "none":
+            out += ["", _compared(page, s.fixes, "fixes"), _compared(page, s.breaks, "breaks")]
+        out.append("")
     return out
 
 
-def _num(value: Any, fmt: str) -> str:
-    return fmt.format(value) if isinstance(value, int | float) else ""
+def _compared(page: FrontPage, changes: dict[str, list[str]], verb: str) -> str:
+    """`Compared with none, fixes: 12 checks on lm 0.28.4–0.30.2 (parity mamba2 …)`."""
+    if not changes:
+        return f"Compared with `none`, {verb}: nothing."
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for cell, whats in changes.items():
+        groups.setdefault(tuple(sorted(whats)), []).append(cell)
+    parts = []
+    for whats, cells in sorted(groups.items(), key=lambda kv: -len(kv[0])):
+        shown = ", ".join(whats[:4]) + (f" +{len(whats) - 4}" if len(whats) > 4 else "")
+        parts.append(f"{len(whats)} on {span(page.columns, cells)} ({shown})")
+    return f"Compared with `none`, {verb}: " + "; ".join(cell_text(p) for p in parts) + "."
 
 
-def _environment(report: dict[str, Any]) -> list[str]:
-    rows = [[r["cell"], *(r[k] for k in ENV_KEYS), r["backend"], r["device"], r["install"],
-             r["install_s"]] for r in env_rows(report)]
-    return ["## Environment", "", *_table(["cell", *ENV_KEYS, "backend", "device", "install",
-                                           "install s"], rows)]
+def _footnotes(report: dict[str, Any], notes: dict[int, int]) -> list[str]:
+    by_index = {e["index"]: e for e in report.get("expectations", [])}
+    out = []
+    for index, n in sorted(notes.items(), key=lambda kv: kv[1]):
+        e = by_index.get(index)
+        if e is None:
+            continue
+        link = f" {e['link']}" if e["link"] else ""
+        out.append(f"[^{n}]: {cell_text(e['reason'])}{link}")
+    return [*out, ""] if out else []
+
+
+def render_front_page(report: dict[str, Any], changes: dict[str, Any], link: str = "") -> str:
+    pages, notes = front_pages(report, requires_of(report))
+    lines = ["# mlxcompat compatibility report", "", *headline(report, changes)]
+    legend = " · ".join(f"{SYMBOL[k]} {v}" for k, v in MEANING.items())
+    for page in pages:
+        where = f" on {page.label}" if page.label else ""
+        lines += [f"## Is it safe to batch with this release{where}?", "", legend, "",
+                  *_grid(page), f"### Per subject{where}", "", *_subject_lines(page, notes)]
+    lines += _footnotes(report, notes)
+    if link:
+        lines += [f"Full report (every table, throughput, API drift): {link}", ""]
+    return "\n".join(lines) + "\n"
 
 
 def render_markdown(report: dict[str, Any], changes: dict[str, Any],
                     extra: list[str] | None = None) -> str:
     """The whole compat.md; `extra` holds further sections (e.g. the API-drift table)."""
-    notes = Notes()
-    tables = verdict_tables(report, notes)
-    legend = (" · ".join(f"{g} {v}" for v, g in GLYPH.items())
-              + " · `*` expected per matrix.yaml · `!` unexpected · `[n]` footnote")
-    lines = ["# mlxcompat compatibility report", "", *headline(report, changes)]
-    lines += [f"> input problem: {cell_text(p)}" for p in report["problems"]]
-    lines += ["", *_unexpected(report), *_changes(changes), "## Verdicts", "", legend, ""]
-    for table in tables:
-        lines += _verdict_table(table)
-    lines += [*_patches(report), *_bench(report), *(extra or []), *_environment(report)]
-    lines += ["## Footnotes", ""]
-    lines += [f"{n}. {cell_text(text)}" for text, n in notes.texts.items()]
-    text = "\n".join(lines) + "\n"
+    text = render_front_page(report, changes) + "\n".join(
+        ["## Details", "", *detail_sections(report, changes, extra or [])]) + "\n"
     if len(text.encode()) > LIMIT_BYTES:
         cut = text.encode()[: LIMIT_BYTES - 200].decode(errors="ignore")
-        text = cut + "\n\n… truncated at GitHub's 1 MiB summary limit; see compat.json.\n"
+        text = cut + "\n\n… truncated at 1 MB; see compat.json.\n"
     return text

@@ -7,7 +7,8 @@ import io
 from collections import defaultdict
 from typing import Any
 
-from mlxcompat.report.tables import GLYPH, bench_rows, by_backend, column_label
+from mlxcompat.report.tables import GLYPH, column_label
+from mlxcompat.report.throughput import bench_rows, by_backend
 
 COLORS = {"pass": "#2e7d32", "fail": "#c62828", "error": "#6a1b9a", "skip": "#9e9e9e"}
 
@@ -30,6 +31,11 @@ def _figure(width: float = 9.0, height: float = 3.6) -> tuple[Any, Any]:
     return plt.subplots(figsize=(width, height))
 
 
+def _legend(ax: Any) -> None:
+    """Beside the axes, never on top of the data."""
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
+
+
 def verdicts_per_release(report: dict[str, Any]) -> str:
     fig, ax = _figure()
     labels = [column_label(c) for c in report["cells"]]
@@ -42,13 +48,15 @@ def verdicts_per_release(report: dict[str, Any]) -> str:
     ax.set_ylabel("results")
     ax.set_title("Verdicts per release")
     ax.tick_params(axis="x", rotation=60)
-    ax.legend(ncols=4, fontsize=8)
+    _legend(ax)
     return _png(fig)
 
 
 def tok_s_per_release(rows: list[dict[str, Any]], backend: str) -> str | None:
     """Generation tok/s of subject `none` at each model's largest batch, per release."""
-    rows = [b for b in rows if b.get("subject") == "none" and b["mean"]]
+    rows = [dict(b, mean=(b.get("gen_tok_s") or {}).get("median")) for b in rows
+            if b.get("subject") == "none"]
+    rows = [b for b in rows if b["mean"]]
     if not rows:
         return None
     series: dict[str, dict[str, tuple[int, float]]] = defaultdict(dict)
@@ -64,7 +72,7 @@ def tok_s_per_release(rows: list[dict[str, Any]], backend: str) -> str | None:
     ax.set_ylabel("generation tok/s")
     ax.set_title(f"Generation throughput per release on {backend} (largest batch, no patch)")
     ax.tick_params(axis="x", rotation=60)
-    ax.legend(fontsize=8)
+    _legend(ax)
     return _png(fig)
 
 
@@ -84,7 +92,7 @@ def speedup_per_batch(rows: list[dict[str, Any]], backend: str) -> str | None:
     ax.set_xlabel("batch size")
     ax.set_ylabel("speedup over sequential")
     ax.set_title(f"Batching speedup per batch size on {backend}")
-    ax.legend(fontsize=8)
+    _legend(ax)
     return _png(fig)
 
 

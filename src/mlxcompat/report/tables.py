@@ -1,11 +1,11 @@
-"""The report's tables as plain data, rendered alike by the Markdown and HTML writers."""
+"""The report's detail tables as plain data, rendered alike by the Markdown and HTML writers."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
-from mlxcompat.results import strip_site_paths
+from mlxcompat.report.front import release_of
 
 GLYPH = {"pass": "✅", "fail": "❌", "error": "💥", "skip": "➖"}
 # Plain-text marks for HTML, coloured by CSS: they render without an emoji font.
@@ -14,14 +14,16 @@ STATUS_GLYPH = {"applied": "🩹", "skipped": "⏭", "not-applicable": "∅", "u
                 "error": "💥"}
 # check group -> the row keys that identify a line in its matrix
 GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("install", ()),
+    ("install", ("subject",)),
     ("run", ("subject",)),
+    ("import", ("mode", "subject")),
     ("patch-status", ("mode", "subject")),
+    ("idempotence", ("mode", "subject")),
     ("parity", ("model", "mode", "subject")),
     ("cache-contract", ("model", "subject")),
     ("glm4v", ("mode", "subject")),
+    ("upstream-suite", ("mode", "subject")),
 )
-NOTE_CHARS = 300
 
 
 @dataclass
@@ -29,11 +31,11 @@ class Entry:
     verdict: str
     outcome: str
     note: int | None = None
+    detail: str = ""
 
     @property
     def suffix(self) -> str:
-        mark = "*" if self.outcome == "expected" and self.verdict in ("fail", "error") else ""
-        mark = "!" if self.outcome == "unexpected" else mark
+        mark = "!" if self.outcome == "unexpected" else ""
         return mark + (f"[{self.note}]" if self.note else "")
 
     @property
@@ -53,41 +55,25 @@ class Table:
     rows: list[tuple[tuple[str, ...], list[Entry | None]]] = field(default_factory=list)
 
 
-class Notes:
-    """Footnotes, deduplicated by text, numbered in order of first use."""
-
-    def __init__(self) -> None:
-        self.texts: dict[str, int] = {}
-
-    def add(self, text: str) -> int:
-        text = " ".join(text.split())[:NOTE_CHARS]
-        return self.texts.setdefault(text, len(self.texts) + 1)
-
-
 def column_label(cell: dict[str, Any]) -> str:
-    pins = cell["pins"]
-    _, _, label = cell["cell"].partition("@")
-    suffix = f" @{label}" if label else ""
-    if "mlx-vlm" in pins:
-        return f"vlm {pins['mlx-vlm']}{suffix}"
-    return f"lm {pins.get('mlx-lm', cell['cell'])}{suffix}"
+    release = release_of(cell)[0]
+    return f"{release} @{cell['label']}" if cell.get("label") else release
 
 
-def _note_text(row: dict[str, Any]) -> str:
-    return strip_site_paths(_raw_note(row))
+def tooltip(row: dict[str, Any]) -> str:
+    delta = (row.get("metrics") or {}).get("max_abs_delta")
+    head = f"Δ {delta:.2e}; " if isinstance(delta, int | float) and row["verdict"] == "fail" \
+        else ""
+    why = f" [{row['why']}]" if row.get("why") else ""
+    return f"{row['verdict']}: {head}{row['detail']}{why}"[:400]
 
 
-def _raw_note(row: dict[str, Any]) -> str:
-    delta = row["metrics"].get("max_abs_delta")
-    head = f"{row['cell']} {row['check']} {row['model']} {row['mode']} {row['subject']}".split()
-    reason = f" — known: {row['reason']}" if row.get("reason") else ""
-    if row["verdict"] == "fail" and isinstance(delta, int | float):
-        return f"Δ {delta:.2e}: {row['detail']}{reason}"
-    return f"{row['detail'] or ' '.join(head)}{reason}"
+def verdict_tables(report: dict[str, Any], notes: dict[int, int]) -> list[Table]:
+    """One table per check group: rows = its keys, columns = cells that have such results.
 
-
-def verdict_tables(report: dict[str, Any], notes: Notes) -> list[Table]:
-    """One table per check group: rows = its keys, columns = cells that have such results."""
+    A failure's note is the footnote of the expectation that covers it (one per
+    expectation, not per result).
+    """
     cells = report["cells"]
     tables = []
     for group, keys in GROUPS:
@@ -101,21 +87,25 @@ def verdict_tables(report: dict[str, Any], notes: Notes) -> list[Table]:
         for r in rows:
             key = tuple(str(r.get(k, "")) for k in keys)
             line = lines.setdefault(key, [None] * len(present))
-            note = notes.add(_note_text(r)) if r["verdict"] in ("fail", "error") else None
-            line[index[r["cell"]]] = Entry(r["verdict"], r["outcome"], note)
+            note = None
+            if r["verdict"] in ("fail", "error") and r.get("expectation") is not None:
+                note = notes.setdefault(r["expectation"], len(notes) + 1)
+            line[index[r["cell"]]] = Entry(r["verdict"], r["outcome"], note, tooltip(r))
         table.rows = sorted(lines.items())
         tables.append(table)
     return tables
 
 
 def patch_table(report: dict[str, Any]) -> Table:
+    """Observed patch status per subject and role; a self-report that disagrees is marked."""
     cells = report["cells"]
     index = {c["cell"]: i for i, c in enumerate(cells)}
     table = Table("patch status", ("subject", "patch"), [column_label(c) for c in cells])
     lines: dict[tuple[str, ...], list[Any]] = {}
     for p in report["patches"]:
         line = lines.setdefault((p["subject"], p["patch"]), [None] * len(cells))
-        line[index[p["cell"]]] = p["status"]
+        line[index[p["cell"]]] = p["status"] + ("" if p.get("agrees", True) else
+                                               f" (says {'/'.join(p.get('claim', []))})")
     table.rows = sorted(lines.items())
     return table
 
@@ -127,32 +117,6 @@ def comparability(env: dict[str, Any]) -> str:
     if "paravirtual" in str(env.get("device_name", "")).lower():
         return "paravirtual GPU: not comparable to real hardware"
     return ""
-
-
-def bench_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
-    """Throughput rows in cell order, with CV, backend and a comparability note."""
-    order = {c["cell"]: i for i, c in enumerate(report["cells"])}
-    labels = {c["cell"]: column_label(c) for c in report["cells"]}
-    envs = {c["cell"]: c["env"] for c in report["cells"]}
-    rows = []
-    for b in sorted(report["bench"], key=lambda b: (order.get(b["cell"], 0), b.get("model", ""),
-                                                     b.get("subject", ""), b.get("batch", 0))):
-        gen = b.get("gen_tok_s") or {}
-        mean, sd = gen.get("mean"), gen.get("stddev")
-        cv = sd / mean if isinstance(mean, int | float) and mean and sd is not None else None
-        env = envs.get(b["cell"], {})
-        rows.append({**b, "release": labels.get(b["cell"], b["cell"]), "mean": mean, "sd": sd,
-                     "cv": cv, "backend": b.get("backend") or env.get("backend", "cpu"),
-                     "device": env.get("device_name", ""), "note": comparability(env)})
-    return rows
-
-
-def by_backend(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    """Throughput grouped by backend: CPU and GPU figures are never put in one comparison."""
-    groups: dict[str, list[dict[str, Any]]] = {}
-    for row in rows:
-        groups.setdefault(row["backend"], []).append(row)
-    return groups
 
 
 ENV_KEYS = ("mlx", "mlx-lm", "mlx-vlm", "transformers")

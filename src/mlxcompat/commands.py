@@ -1,0 +1,138 @@
+"""`mlxcompat report | probe | bisect | releases | init`: the commands besides `run`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from packaging.version import Version
+
+from mlxcompat.matrix import Matrix, MatrixError
+
+
+def cmd_report(args: argparse.Namespace, matrix: Matrix) -> int:
+    """Aggregate reports/raw into compat.{json,md,html}; fails closed (see report.build)."""
+    from mlxcompat.report.aggregate import summary_line
+    from mlxcompat.report.build import ReportPaths, build_report
+    from mlxcompat.report.load import load_cells
+
+    paths = ReportPaths.under(args.raw, args.out)
+    for doc in load_cells(args.raw, matrix, args.tag).cells:
+        install = doc.get("install", {})
+        took = f" {install['seconds']}s" if install.get("seconds") is not None else ""
+        print(f"[mlxcompat] {summary_line(doc)} | install {install.get('status', '?')}{took}")
+    code, line = build_report(paths, matrix, accept=args.accept, html=not args.no_html,
+                              tag=args.tag)
+    if args.junit:
+        from mlxcompat.report.ci import write_junit
+
+        write_junit(paths.out / "compat.json", args.junit)
+    if args.annotations:
+        from mlxcompat.report.ci import print_annotations
+
+        print_annotations(paths.out / "compat.json")
+    if args.screenshot and not args.no_html:
+        from mlxcompat.report.browser import find_browser, screenshot
+
+        if find_browser() is None:
+            print("mlxcompat report: no Chromium found; compat.png not made", file=sys.stderr)
+        else:
+            screenshot(paths.out / "compat.html", paths.out / "compat.png")
+    print(line)
+    return code
+
+
+def cmd_probe(args: argparse.Namespace, matrix: Matrix) -> int:
+    """Static API-drift table of every release in the matrix (no model runs)."""
+    from mlxcompat.probe import probe_matrix
+
+    doc = probe_matrix(matrix, args.cache, args.out)
+    failed = [r["cell"] for r in doc["rows"] if "error" in r]
+    print(f"[mlxcompat] probe: {len(doc['rows'])} releases -> {args.out}"
+          + (f"; unreadable: {', '.join(failed)}" if failed else ""))
+    return 1 if failed else 0
+
+
+def cmd_bisect(args: argparse.Namespace, matrix: Matrix) -> int:
+    """Binary search over mlx-lm releases for the first one whose verdict changes."""
+    from mlxcompat.bisect import Bisect, BisectError, run_bisect, validate
+    from mlxcompat.results import write_json_atomic
+
+    validate(matrix, args.check, args.model, args.mode, args.subject)
+    work = args.work or Path(".nox") / f"bisect-{args.check}-{args.model}-{args.mode or 'all'}"
+    b = Bisect(matrix, args.check, args.model, args.mode, args.subject, work.resolve(),
+               args.noxfile.resolve())
+    try:
+        result = run_bisect(b, args.between[0], args.between[1], args.wheels)
+    except BisectError as exc:
+        print(f"[bisect] {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("[bisect] interrupted; the nox run it started was stopped", file=sys.stderr)
+        return 130
+    write_json_atomic(work / "result.json", result)
+    print(f"[bisect] {args.check} {args.model} {args.mode} subject {args.subject}: "
+          f"{len(result['visited'])} of {len(result['candidates'])} releases visited "
+          f"in {result['seconds']}s")
+    for version, seen in sorted(result["visited"].items(), key=lambda kv: Version(kv[0])):
+        print(f"[bisect]   {version:>8}  {seen['verdict']}  {seen['detail'][:100]}")
+    if result["boundary"]:
+        print(f"[bisect] boundary: {result['last_same']} -> {result['boundary']} "
+              f"(first release whose verdict differs from {result['candidates'][0]}'s)")
+    else:
+        print("[bisect] no change: both bounds give the same verdict")
+    return 0
+
+
+def cmd_releases(args: argparse.Namespace, matrix: Matrix) -> int:
+    """Releases on PyPI newer than the matrix's newest cells; --write appends cells."""
+    from mlxcompat.releases import check_releases
+
+    return check_releases(matrix, args.matrix, write=args.write)
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    """Starter matrix.yaml, noxfile.py and CI workflow in a folder, never overwriting."""
+    from mlxcompat.scaffold import init_project
+
+    return init_project(Path(args.path), args.package)
+
+
+def add_commands(sub: argparse._SubParsersAction) -> None:
+    report = sub.add_parser("report", help="aggregate reports/raw/*.json (fails closed)")
+    report.add_argument("--raw", type=Path, default=Path("reports/raw"))
+    report.add_argument("--out", type=Path, default=None, help="default: the folder above --raw")
+    report.add_argument("--accept", action="store_true", help="promote this report to baseline")
+    report.add_argument("--tag", default="", help="the run covered only this tag's cells")
+    report.add_argument("--no-html", action="store_true", help="skip compat.html (no jinja2)")
+    report.add_argument("--junit", type=Path, default=None, help="also a JUnit XML file")
+    report.add_argument("--annotations", action="store_true",
+                        help="print ::error lines for GitHub Actions")
+    report.add_argument("--screenshot", action="store_true",
+                        help="also compat.png of the page (headless Chromium)")
+    report.set_defaults(func=cmd_report)
+    probe = sub.add_parser("probe", help="static API-drift table of every matrix release")
+    probe.add_argument("--cache", type=Path, default=Path(".nox/wheels"), help="wheel cache")
+    probe.add_argument("--out", type=Path, default=Path("reports/probe.json"))
+    probe.set_defaults(func=cmd_probe)
+    bisect = sub.add_parser("bisect", help="first mlx-lm release where a verdict changes")
+    bisect.add_argument("--check", required=True)
+    bisect.add_argument("--model", required=True)
+    bisect.add_argument("--mode", default="", help="mode as recorded (e.g. history)")
+    bisect.add_argument("--subject", default="none")
+    bisect.add_argument("--between", nargs=2, required=True, metavar=("LOW", "HIGH"))
+    bisect.add_argument("--work", type=Path, default=None, help="scratch folder")
+    bisect.add_argument("--wheels", type=Path, default=Path(".nox/wheels"))
+    bisect.add_argument("--noxfile", type=Path, default=Path("noxfile.py"))
+    bisect.set_defaults(func=cmd_bisect)
+    releases = sub.add_parser("releases", help="new upstream releases the matrix lacks")
+    releases.add_argument("--write", action="store_true", help="append cells for them")
+    releases.set_defaults(func=cmd_releases)
+    init = sub.add_parser("init", help="write a starter matrix.yaml, noxfile.py and workflow")
+    init.add_argument("path", nargs="?", default=".")
+    init.add_argument("--package", default="", help="your package with the patch modules")
+    init.set_defaults(func=cmd_init, no_matrix=True)
+
+
+__all__ = ["MatrixError", "add_commands"]

@@ -1,0 +1,166 @@
+"""Known outcomes, bounded by what was measured.
+
+An expectation names exactly which results it covers (explicit names, never globs; versions by
+specifier) and what was seen there: the verdict and, where the verdict records a measured
+difference, its bounds (`max_delta`, `tokens_equal`) or, for an error, a regex on the error.
+A result it covers is `expected` only if it stays within those bounds; a Δ that grew or an
+exception of another kind is `unexpected`. Every entry either ends at a version (an upper
+bound) or says `open: true` with the upstream link that tracks it.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from packaging.specifiers import SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+from mlxcompat.registry import CHECKS, Registry
+from mlxcompat.validation import fail, mapping, names, specifier
+
+VERDICTS = ("pass", "fail", "error", "skip")
+PINNED = ("mlx-lm", "mlx", "mlx-vlm")
+NAME_KEYS = ("check", "model", "mode", "subject", "cell", "backend")
+MATCH_KEYS = (*NAME_KEYS, *PINNED, "device")
+EXPECT_KEYS = {"match", "verdict", "reason", "link", "open", "max_delta", "tokens_equal", "error"}
+_UPPER = ("<", "<=", "==", "===", "~=")
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """A known outcome; see the module docstring."""
+
+    index: int
+    names: dict[str, tuple[str, ...]]
+    versions: dict[str, SpecifierSet]
+    verdict: str
+    reason: str
+    link: str = ""
+    open: bool = False
+    max_delta: float | None = None
+    tokens_equal: bool | None = None
+    error: str = ""
+    device: tuple[str, ...] = field(default_factory=tuple)
+
+    def covers(self, result: dict[str, Any], cell: str, packages: dict[str, str],
+               env: dict[str, Any] | None = None) -> bool:
+        """Does this entry speak about `result` of base cell `cell` with these packages?"""
+        env = env or {}
+        values = {**{k: str(result.get(k, "")) for k in NAME_KEYS}, "cell": cell,
+                  "backend": str(env.get("backend", ""))}
+        for key, allowed in self.names.items():
+            if values[key] not in allowed:
+                return False
+        for key, spec in self.versions.items():
+            try:
+                if key not in packages or Version(packages[key]) not in spec:
+                    return False
+            except InvalidVersion:
+                return False
+        device = str(env.get("device_name", ""))
+        return not self.device or any(fnmatch.fnmatchcase(device, p) for p in self.device)
+
+    def holds(self, result: dict[str, Any]) -> tuple[bool, str]:
+        """(True, "") when `result` is what this entry recorded, else (False, why not)."""
+        verdict = result.get("verdict")
+        if verdict != self.verdict:
+            return False, f"{verdict} where {self.verdict} is expected"
+        metrics = result.get("metrics") or {}
+        if self.max_delta is not None:
+            delta = metrics.get("max_abs_delta")
+            if not isinstance(delta, int | float) or delta != delta:
+                return False, f"no finite |Δ| recorded (bound {self.max_delta:g})"
+            if delta > self.max_delta:
+                return False, f"|Δ| {delta:.3g} beyond the recorded bound {self.max_delta:g}"
+        if self.tokens_equal is not None and metrics.get("tokens_equal") is not self.tokens_equal:
+            seen = metrics.get("tokens_equal")
+            return False, f"tokens_equal is {seen}, recorded {self.tokens_equal}"
+        if self.error and not re.search(self.error, str(result.get("detail", ""))):
+            return False, f"error does not match /{self.error}/"
+        return True, ""
+
+    def label(self) -> str:
+        keys = " ".join(f"{k}={'|'.join(v)}" for k, v in self.names.items())
+        versions = " ".join(f"{k}{v}" for k, v in self.versions.items())
+        return f"#{self.index} {keys} {versions}".strip()
+
+
+def _known_modes(registry: Registry, checks: tuple[str, ...]) -> list[str] | None:
+    """Every mode the named checks can record; None if one of them takes any mode."""
+    modes: list[str] = []
+    for check in checks:
+        allowed = registry.modes(check)
+        if allowed is None:
+            return None
+        modes += [m for m in allowed if m not in modes]
+    return modes
+
+
+def _has_upper_bound(versions: dict[str, SpecifierSet]) -> bool:
+    return any(s.operator in _UPPER for spec in versions.values() for s in spec)
+
+
+def parse_expectation(raw: Any, i: int, registry: Registry, subjects: tuple[str, ...],
+                      cells: tuple[str, ...], backends: tuple[str, ...]) -> Expectation:
+    path = f"expectations[{i}]"
+    raw = mapping(raw, path, EXPECT_KEYS)
+    match = mapping(raw.get("match") or {}, f"{path}.match", MATCH_KEYS)
+    known: dict[str, tuple[str, ...]] = {
+        "check": CHECKS, "model": tuple(registry.models), "subject": subjects, "cell": cells,
+        "backend": backends,
+    }
+    found: dict[str, tuple[str, ...]] = {}
+    for key in ("check", "model", "subject", "cell", "backend"):
+        if key in match:
+            found[key] = names(match[key], f"{path}.match.{key}", known[key], key)
+    if "mode" in match:
+        allowed = _known_modes(registry, found.get("check", CHECKS))
+        given = match["mode"] if isinstance(match["mode"], list) else [match["mode"]]
+        found["mode"] = names(given, f"{path}.match.mode",
+                              allowed if allowed is not None else map(str, given), "mode")
+    versions = {k: specifier(match[k], f"{path}.match.{k}") for k in PINNED if k in match}
+    device = match.get("device", [])
+    device = tuple(device if isinstance(device, list) else [device])
+    verdict = raw.get("verdict")
+    if verdict not in VERDICTS:
+        raise fail(f"{path}.verdict", f"{verdict!r}; allowed: {', '.join(VERDICTS)}")
+    reason = " ".join(str(raw.get("reason", "")).split())
+    if not reason:
+        raise fail(f"{path}.reason", "every expectation needs a reason")
+    link, is_open = str(raw.get("link", "")), raw.get("open", False)
+    if not isinstance(is_open, bool):
+        raise fail(f"{path}.open", "expected true or false")
+    if is_open and not link.startswith("https://"):
+        raise fail(f"{path}.link", "an open expectation needs the https link that tracks it")
+    if not is_open and not _has_upper_bound(versions):
+        raise fail(f"{path}.match", "give a version upper bound (e.g. mlx-lm: '<0.31.2') or "
+                   "say open: true with the upstream link")
+    max_delta = raw.get("max_delta")
+    if max_delta is not None and (not isinstance(max_delta, int | float) or max_delta <= 0):
+        raise fail(f"{path}.max_delta", f"{max_delta!r}; expected a positive number")
+    if max_delta is not None and verdict != "fail":
+        raise fail(f"{path}.max_delta", "bounds a measured difference: only with verdict fail")
+    tokens_equal = raw.get("tokens_equal")
+    if tokens_equal is not None and not isinstance(tokens_equal, bool):
+        raise fail(f"{path}.tokens_equal", "expected true or false")
+    error = str(raw.get("error", ""))
+    if error:
+        if verdict != "error":
+            raise fail(f"{path}.error", "a regex on the error: only with verdict error")
+        try:
+            re.compile(error)
+        except re.error as exc:
+            raise fail(f"{path}.error", f"not a regex: {exc}") from None
+    return Expectation(i, found, versions, verdict, reason, link, is_open,
+                       None if max_delta is None else float(max_delta), tokens_equal, error,
+                       device)
+
+
+def first_covering(expectations: tuple[Expectation, ...], result: dict[str, Any], cell: str,
+                   packages: dict[str, str], env: dict[str, Any] | None = None
+                   ) -> Expectation | None:
+    """The first entry that speaks about `result` (specific entries come first in the file)."""
+    return next((e for e in expectations if e.covers(result, cell, packages, env)), None)

@@ -1,0 +1,55 @@
+"""What a cell's results depend on, hashed, so `--reuse` can skip what did not change.
+
+A subject is re-run only if one of its inputs changed: the cell's pins (or what a resolved
+cell resolved to), the backend and run options, the harness's own source, the subject's
+entry points and what it installs (a pinned requirement, or the tree hash of a local path;
+for this project's own patch modules, the hash of their folder).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from mlxcompat.matrix import SubjectSpec
+
+PACKAGE = Path(__file__).resolve().parent
+_SKIP_PARTS = {"__pycache__", ".git", ".nox", ".venv", "node_modules"}
+
+
+def tree_hash(root: Path, exclude: tuple[Path, ...] = ()) -> str:
+    """sha256 over the relative paths and contents of the files under `root`."""
+    digest = hashlib.sha256()
+    root = root.resolve()
+    excluded = tuple(p.resolve() for p in exclude)
+    files = sorted(p for p in root.rglob("*") if p.is_file()
+                   and not (_SKIP_PARTS & set(p.relative_to(root).parts))
+                   and not any(p.is_relative_to(e) for e in excluded)
+                   and p.suffix not in (".pyc", ".pyo"))
+    for path in files:
+        digest.update(str(path.relative_to(root)).encode())
+        digest.update(b"\0")
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def harness_hash() -> str:
+    """The harness itself, without the patch modules it tests (they are a subject's)."""
+    return tree_hash(PACKAGE, exclude=(PACKAGE / "patches",))
+
+
+def subject_inputs(subject: SubjectSpec, base: Path) -> dict[str, Any]:
+    record: dict[str, Any] = {"entry_points": subject.entry_points,
+                              "install": list(subject.requirements)}
+    trees = {p: tree_hash((base / p).expanduser()) for p in subject.paths}
+    if any(ep.startswith("mlxcompat.patches") for ep in subject.entry_points.values()):
+        trees["mlxcompat.patches"] = tree_hash(PACKAGE / "patches")
+    if trees:
+        record["trees"] = trees
+    return record
+
+
+def digest(value: Any) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()[:16]

@@ -1,0 +1,215 @@
+"""The front page as data: "is release X safe for my subject, and why not?"
+
+Per runner label, a subject × release grid with one symbol per cell, a run-length summary per
+subject, the first bad and fixed-in release of every check that is not clean, and what each
+subject changes compared with `none`. Markdown and HTML render the same data.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+SAFE, EXPECTED, UNSAFE, OUTSIDE, ABSENT = "safe", "expected", "unexpected", "outside", "absent"
+SYMBOL = {SAFE: "✅", EXPECTED: "⚠", UNSAFE: "❌", OUTSIDE: "∅", ABSENT: "·"}
+MEANING = {SAFE: "every check passes", EXPECTED: "only documented (expected) failures",
+           UNSAFE: "an unexpected outcome", OUTSIDE: "outside the subject's declared range",
+           ABSENT: "not run here"}
+
+
+@dataclass
+class Column:
+    cell: str
+    label: str
+    release: str
+    axis: str
+    version: str
+
+
+@dataclass
+class Problem:
+    """A check (check, model, mode) that is not clean for a subject on some releases."""
+
+    what: str
+    releases: list[str] = field(default_factory=list)
+    first_bad: str = ""
+    fixed_in: str = ""
+    notes: set[int] = field(default_factory=set)
+    unexpected: bool = False
+
+
+@dataclass
+class SubjectPage:
+    subject: str
+    requires: dict[str, str]
+    symbols: dict[str, str]
+    runs: list[tuple[str, str]]
+    problems: list[Problem]
+    fixes: dict[str, list[str]]
+    breaks: dict[str, list[str]]
+
+
+@dataclass
+class FrontPage:
+    label: str
+    columns: list[Column]
+    subjects: list[SubjectPage]
+
+
+def release_of(cell: dict[str, Any]) -> tuple[str, str, str]:
+    """(display, axis, version) of a cell: `lm 0.31.3`, `vlm 0.7.10`, or a resolved cell."""
+    pins, base = cell["pins"], cell["base"]
+    if not base.startswith(("mlx-lm-", "mlx-vlm-")):
+        lm = pins.get("mlx-lm", "?")
+        return f"{base} (lm {lm})", "resolved", lm
+    if "mlx-vlm" in pins:
+        return f"vlm {pins['mlx-vlm']}", "mlx-vlm", pins["mlx-vlm"]
+    return f"lm {pins.get('mlx-lm', '?')}", "mlx-lm", pins.get("mlx-lm", "0")
+
+
+def in_range(requires: dict[str, str], cell: dict[str, Any]) -> bool:
+    """Does the cell's mlx-lm / mlx-vlm satisfy the subject's declared requirements?
+
+    A requirement on a package the cell does not install (mlx-vlm in an mlx-lm cell) does
+    not count against it.
+    """
+    packages = {**{k: v for k, v in (cell["env"].get("packages") or {}).items()},
+                **cell["pins"]}
+    for name, spec in requires.items():
+        if name not in packages:
+            continue
+        try:
+            if Version(str(packages[name])) not in SpecifierSet(spec):
+                return False
+        except (InvalidSpecifier, InvalidVersion):
+            continue
+    return True
+
+
+def _what(row: dict[str, Any]) -> str:
+    return " ".join(p for p in (row["check"], row["model"], row["mode"]) if p)
+
+
+def _runs(columns: list[Column], symbols: dict[str, str]) -> list[tuple[str, str]]:
+    """Run-length summary per axis: [(symbol, '0.28.1–0.30.6'), ...]; open end as '0.31.2+'."""
+    out: list[tuple[str, str]] = []
+    for axis in ("resolved", "mlx-lm", "mlx-vlm"):
+        cols = [c for c in columns if c.axis == axis]
+        prefix = "vlm " if axis == "mlx-vlm" else ""
+        start = 0
+        for i in range(1, len(cols) + 1):
+            if i == len(cols) or symbols[cols[i].cell] != symbols[cols[start].cell]:
+                first, last = cols[start], cols[i - 1]
+                if axis == "resolved":
+                    span = ", ".join(c.release for c in cols[start:i])
+                elif i == len(cols) and start > 0:
+                    span = f"{prefix}{first.version}+"
+                elif first is last:
+                    span = f"{prefix}{first.version}"
+                else:
+                    span = f"{prefix}{first.version}–{last.version}"
+                out.append((symbols[first.cell], span))
+                start = i
+    return out
+
+
+def _problems(rows: list[dict[str, Any]], columns: list[Column],
+              notes: dict[int, int]) -> list[Problem]:
+    by_what: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
+    for r in rows:
+        by_what[_what(r)][r["cell"]] = r
+    order = [c.cell for c in columns]
+    found = []
+    for what, cells in by_what.items():
+        bad = [c for c in order if c in cells and cells[c]["verdict"] in ("fail", "error")]
+        if not bad:
+            continue
+        problem = Problem(what)
+        problem.releases = bad
+        axis_cols = [c for c in columns if c.cell in cells and c.axis != "resolved"]
+        names = [c.cell for c in axis_cols]
+        firsts = [c for c in axis_cols if c.cell in bad]
+        if firsts:
+            problem.first_bad = firsts[0].release
+            after = names[names.index(firsts[-1].cell) + 1:]
+            fixed = [cells[c]["verdict"] == "pass" for c in after]
+            if fixed and all(fixed):
+                problem.fixed_in = next(c for c in axis_cols if c.cell == after[0]).release
+        for c in bad:
+            r = cells[c]
+            problem.unexpected |= r["outcome"] == "unexpected"
+            if r.get("expectation") is not None:
+                problem.notes.add(notes.setdefault(r["expectation"], len(notes) + 1))
+        found.append(problem)
+    found.sort(key=lambda p: (not p.unexpected, -len(p.releases), p.what))
+    return found
+
+
+def _changes(rows: list[dict[str, Any]], none_rows: dict[tuple[str, ...], str]
+             ) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    fixes: dict[str, list[str]] = defaultdict(list)
+    breaks: dict[str, list[str]] = defaultdict(list)
+    for r in rows:
+        base = none_rows.get((r["cell"], r["check"], r["model"], r["mode"]))
+        if base is None:
+            continue
+        if base in ("fail", "error") and r["verdict"] == "pass":
+            fixes[r["cell"]].append(_what(r))
+        elif base == "pass" and r["verdict"] in ("fail", "error"):
+            breaks[r["cell"]].append(_what(r))
+    return dict(fixes), dict(breaks)
+
+
+def front_pages(report: dict[str, Any], requires: dict[str, dict[str, str]]
+                ) -> tuple[list[FrontPage], dict[int, int]]:
+    """One page per runner label, and the footnote number of every expectation cited."""
+    notes: dict[int, int] = {}
+    pages = []
+    for label in sorted({c["label"] for c in report["cells"]}):
+        cells = [c for c in report["cells"] if c["label"] == label]
+        columns = [Column(c["cell"], label, *release_of(c)) for c in cells]
+        columns.sort(key=lambda c: (("resolved", "mlx-lm", "mlx-vlm").index(c.axis),
+                                    _version(c.version), c.cell))
+        rows = [r for r in report["results"] if r["label"] == label]
+        none_rows = {(r["cell"], r["check"], r["model"], r["mode"]): r["verdict"]
+                     for r in rows if r["subject"] == "none"}
+        subjects = list(dict.fromkeys(r["subject"] for r in rows if r["subject"]))
+        page = FrontPage(label, columns, [])
+        for subject in subjects:
+            mine = [r for r in rows if r["subject"] == subject]
+            symbols = {}
+            for col, cell in zip(columns, (next(c for c in cells if c["cell"] == col.cell)
+                                           for col in columns), strict=True):
+                here = [r for r in mine if r["cell"] == col.cell]
+                here += [r for r in rows if r["cell"] == col.cell and r["check"] == "install"
+                         and not r["subject"]]
+                symbols[col.cell] = _symbol(here, requires.get(subject, {}), cell)
+            fixes, breaks = _changes(mine, none_rows) if subject != "none" else ({}, {})
+            page.subjects.append(SubjectPage(subject, requires.get(subject, {}), symbols,
+                                             _runs(columns, symbols),
+                                             _problems(mine, columns, notes), fixes, breaks))
+        pages.append(page)
+    return pages, notes
+
+
+def _symbol(rows: list[dict[str, Any]], requires: dict[str, str], cell: dict[str, Any]) -> str:
+    if not rows:
+        return ABSENT
+    if any(r["outcome"] == "unexpected" for r in rows):
+        return UNSAFE
+    if not in_range(requires, cell):
+        return OUTSIDE
+    if any(r["verdict"] in ("fail", "error") for r in rows):
+        return EXPECTED
+    return SAFE
+
+
+def _version(text: str) -> Version:
+    try:
+        return Version(text)
+    except InvalidVersion:
+        return Version("0")

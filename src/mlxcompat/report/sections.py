@@ -1,0 +1,145 @@
+"""compat.md's detail sections, each folded into a <details> block under the front page."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mlxcompat.report.tables import (
+    ENV_KEYS,
+    GLYPH,
+    STATUS_GLYPH,
+    Table,
+    env_rows,
+    patch_table,
+    verdict_tables,
+)
+from mlxcompat.report.throughput import bench_rows, by_backend, compact, full_rows
+
+
+def requires_of(report: dict[str, Any]) -> dict[str, dict[str, str]]:
+    """Each subject's declared mlx-lm / mlx-vlm ranges (from probe.json, via the report)."""
+    return dict(report.get("requires") or {})
+
+
+def _table(headers: list[str], rows: list[list[Any]]) -> list[str]:
+    from mlxcompat.report.markdown import table
+
+    return table(headers, rows)
+
+
+def _fold(summary: str, body: list[str], open_: bool = False) -> list[str]:
+    return [f"<details{' open' if open_ else ''}><summary>{summary}</summary>", "", *body,
+            "</details>", ""]
+
+
+def _unexpected(report: dict[str, Any]) -> list[str]:
+    rows = [r for r in report["results"] if r["outcome"] == "unexpected"]
+    if not rows:
+        return []
+    body = [[r["cell"], r["check"], r["model"], r["mode"], r["subject"], r["verdict"],
+             r["why"], r["detail"][:160]] for r in rows[:200]]
+    return ["### Unexpected outcomes", "",
+            *_table(["cell", "check", "model", "mode", "subject", "verdict", "why", "detail"],
+                    body)]
+
+
+def _changes(changes: dict[str, Any]) -> list[str]:
+    if not changes["baseline"]:
+        return ["No baseline yet (`mlxcompat report --accept` makes this report the baseline).",
+                ""]
+    out = []
+    for title, key in (("Regressions", "regressions"), ("New passes", "new_passes")):
+        rows = [[c["cell"], c["check"], c["model"], c["mode"], c["subject"], c["change"]]
+                for c in changes[key]]
+        if rows:
+            out += [f"**{title}**", "",
+                    *_table(["cell", "check", "model", "mode", "subject", "change"], rows)]
+    moves = [[t["cell"], t["model"], t["batch"], t["subject"], f"{t['before']:.1f}",
+              f"{t['after']:.1f}", f"{t['change']:+.0%}"] for t in changes["throughput"]]
+    if moves:
+        out += ["**Throughput (gating profile, same machine)**", "",
+                *_table(["cell", "model", "batch", "subject", "before", "after", "change"],
+                        moves)]
+    out.append(f"{changes['new_rows']} new row(s) not in the baseline." if changes["new_rows"]
+               else "")
+    return [*(out or ["Nothing changed."]), ""]
+
+
+def _verdict_table(table: Table) -> list[str]:
+    rows = [[*key, *(e.text if e else "" for e in entries)] for key, entries in table.rows]
+    return _fold(f"{table.title} ({len(table.rows)} rows)",
+                 _table([*table.keys, *table.columns], rows))
+
+
+def _patches(report: dict[str, Any]) -> list[str]:
+    table = patch_table(report)
+    if not table.rows:
+        return []
+    rows = [[*key, *((STATUS_GLYPH.get(s.split(" ")[0], "") + ("!" if " " in s else ""))
+                     if s else "" for s in entries)] for key, entries in table.rows]
+    legend = " · ".join(f"{g} {s}" for s, g in STATUS_GLYPH.items())
+    return _fold("Patch status (observed; ! = the entry point's own report disagrees)",
+                 [legend, "", *_table([*table.keys, *table.columns], rows)])
+
+
+def _bench(report: dict[str, Any]) -> list[str]:
+    rows = bench_rows(report)
+    if not rows:
+        return ["### Throughput", "", "No throughput rows (run with `--bench=quick`).", ""]
+    out = ["### Throughput", "", "Generation tok/s: median of interleaved rounds with its 95% "
+           "bootstrap interval; `vs none` is the median of paired per-round ratios "
+           "(negative = slower). CPU and GPU figures are never compared.", ""]
+    for backend, group in by_backend(rows).items():
+        release, headers, body = compact(report, group)
+        devices = ", ".join(sorted({b["device"] for b in group if b["device"]}))
+        out += [f"#### {backend}: {release}" + (f" ({devices})" if devices else ""), ""]
+        if body:
+            out += _table(headers, body)
+        head, everything = full_rows(group)
+        out += _fold(f"every {backend} row ({len(everything)})", _table(head, everything))
+    return out
+
+
+def _expectations(report: dict[str, Any]) -> list[str]:
+    rows = []
+    for e in report.get("expectations", []):
+        state = "stale (covered nothing)" if report.get("full_run") and not e["covered"] else (
+            f"{e['covered']} rows" + (f", {e['outside_bounds']} outside its bounds"
+                                      if e["outside_bounds"] else ""))
+        rows.append([str(e["index"]), e["verdict"], state, e["reason"][:140],
+                     e["link"] or ("open" if e["open"] else "")])
+    if not rows:
+        return []
+    stale = sum(1 for e in report.get("expectations", []) if not e["covered"])
+    note = (f"{stale} stale" if report.get("full_run") else
+            "stale entries are judged on a full run only")
+    return _fold(f"Expectations ({len(rows)}; {note})",
+                 _table(["#", "verdict", "covers", "reason", "link"], rows))
+
+
+def _environment(report: dict[str, Any]) -> list[str]:
+    rows = [[r["cell"], *(r[k] for k in ENV_KEYS), r["backend"], r["device"], r["install"],
+             r["install_s"]] for r in env_rows(report)]
+    return _fold("Environment", _table(["cell", *ENV_KEYS, "backend", "device", "install",
+                                        "install s"], rows))
+
+
+def detail_sections(report: dict[str, Any], changes: dict[str, Any],
+                    extra: list[str]) -> list[str]:
+    notes: dict[int, int] = {}
+    tables = verdict_tables(report, notes)
+    legend = (" · ".join(f"{g} {v}" for v, g in GLYPH.items())
+              + " · `!` unexpected · `[n]` the expectation that covers it (list below)")
+    out = [*_unexpected(report), "### Changes since the baseline", "", *_changes(changes),
+           "### Verdicts", "", legend, ""]
+    for table in tables:
+        out += _verdict_table(table)
+    out += [*_patches(report), *_bench(report), *_expectations(report)]
+    numbered = {n: i for i, n in notes.items()}
+    by_index = {e["index"]: e for e in report.get("expectations", [])}
+    if numbered:
+        refs = [f"{n}. #{i} {by_index[i]['reason'][:200]}" for n, i in sorted(numbered.items())
+                if i in by_index]
+        out += _fold("Notes of the verdict tables", [*refs, ""])
+    out += [*(extra or []), *_environment(report)]
+    return out

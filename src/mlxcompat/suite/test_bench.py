@@ -1,0 +1,91 @@
+"""Throughput: batched decode tok/s (pytest-benchmark, pedantic), rounds interleaved across
+the cell's subjects by the runner's turn gate; one prompt at a time for `none` (the speedup).
+
+Figures go to the cell JSON's `bench` rows; pytest-benchmark's own JSON is kept beside it.
+No assertion on speed: targets are read from the report, never asserted in a test.
+"""
+
+import gc
+
+import pytest
+
+from mlxcompat.bench import Profile, bench_prompts, bench_row, summarise
+from mlxcompat.models import build_model
+from mlxcompat.results import SkipCheck, describe_exception
+from mlxcompat.suite.marks import check
+
+SEQUENTIAL_ROUNDS = 3
+
+
+@check("throughput")
+def test_throughput(case, registry, mlxcompat_run, bench_gate, benchmark, record_bench,
+                    broken_reason, backend):
+    from mlxcompat.drivers import bench as timers
+
+    profile = Profile.from_json(mlxcompat_run.bench)
+    base = {"model": case.model, "subject": mlxcompat_run.subject, "batch": case.batch,
+            "profile": profile.name}
+    if broken_reason:
+        record_bench({**base, "skip": f"not benchmarked: {broken_reason}"})
+        pytest.skip(broken_reason)
+    decl = registry.models[case.model]
+    try:
+        net = build_model(decl)
+    except SkipCheck as exc:
+        record_bench({**base, "skip": str(exc)})
+        pytest.skip(str(exc))
+    prompts = bench_prompts(case.batch, profile.prompt_tokens)
+    timer = timers.time_glm4v if decl.runner == "glm4v" else timers.time_batched
+    timings = []
+    label = f"{case.model} b{case.batch}"
+
+    def one_round():
+        gc.disable()
+        try:
+            timings.append(timer(net, prompts, profile.gen_tokens))
+        finally:
+            gc.enable()
+
+    timers.reset_peak_memory()
+    try:
+        benchmark.pedantic(one_round, rounds=profile.rounds, warmup_rounds=profile.warmup,
+                           iterations=1,
+                           setup=lambda: bench_gate.turn(f"{label} batched"),
+                           teardown=lambda: bench_gate.done())
+    except Exception as exc:
+        bench_gate.done()
+        record_bench({**base, "error": describe_exception(exc)})
+        pytest.skip(f"batched path does not run here: {describe_exception(exc)}")
+    measured = timings[profile.warmup:]
+    row = bench_row(case.model, mlxcompat_run.subject, case.batch, profile,
+                    [t.decode_tok_s for t in measured], [t.prefill_tok_s for t in measured],
+                    timers.peak_memory_mb(), backend)
+    benchmark.extra_info.update({k: v for k, v in row.items() if k != "gen_tok_s"},
+                                gen_tok_s_median=row["gen_tok_s"]["median"])
+    record_bench(row)
+
+
+@check("sequential")
+def test_sequential(case, registry, mlxcompat_run, bench_gate, record_bench, backend):
+    """The same prompts one at a time through `generate_step`: the baseline of the speedup.
+
+    Measured once per cell, by `none`, after every subject's batched rounds.
+    """
+    from mlxcompat.drivers import bench as timers
+
+    profile = Profile.from_json(mlxcompat_run.bench)
+    try:
+        net = build_model(registry.models[case.model])
+    except SkipCheck as exc:
+        pytest.skip(str(exc))
+    prompts = bench_prompts(case.batch, profile.prompt_tokens)
+    rounds = []
+    for i in range(1 + SEQUENTIAL_ROUNDS):
+        bench_gate.turn(f"{case.model} b{case.batch} sequential {i}")
+        try:
+            rounds.append(timers.time_sequential(net, prompts, profile.gen_tokens))
+        finally:
+            bench_gate.done()
+    record_bench({"kind": "sequential", "model": case.model, "subject": mlxcompat_run.subject,
+                  "batch": case.batch, "backend": backend, "profile": profile.name,
+                  "sequential_tok_s": summarise([t.decode_tok_s for t in rounds[1:]])})

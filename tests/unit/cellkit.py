@@ -1,0 +1,81 @@
+"""Build cell JSONs and matrices for the report tests (schema 2), without running anything."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+from mlxcompat.results import SCHEMA
+
+MATRIX: dict[str, Any] = {
+    "schema": 2,
+    "backends": {"cpu": {"device": "cpu",
+                         "requirement": {"linux": "mlx[cpu]=={v}", "darwin": "mlx=={v}"}}},
+    "subjects": {"none": {}, "mlxcompat": {"entry_points": {
+        "mamba": "mlxcompat.patches.mamba_cache:ensure_mamba_support"}}},
+    "cells": [{"mlx-lm": "0.29.1", "mlx": "0.29.2"}, {"mlx-lm": "0.32.2", "mlx": "0.32.2"}],
+    "expectations": [
+        {"match": {"check": "parity", "model": "mamba", "mode": ["fresh"],
+                   "subject": ["none", "mlxcompat"]},
+         "verdict": "fail", "max_delta": 0.05, "tokens_equal": True,
+         "reason": "Mamba v1 ignores padding masks", "open": True,
+         "link": "https://example.org/issue"},
+        {"match": {"check": "parity", "model": "mamba2", "subject": "none", "mlx-lm": "<0.30.4"},
+         "verdict": "error", "error": "AttributeError: .*extract",
+         "reason": "no ArraysCache.extract before 0.30.4"},
+    ],
+}
+
+
+def result(check: str, verdict: str, model: str = "", mode: str = "", subject: str = "none",
+           **metrics: Any) -> dict[str, Any]:
+    detail = {"pass": "max |Δ| 0.00e+00 <= 1e-04", "fail": "max |Δ| 1.90e-02 > 1e-04",
+              "error": "AttributeError: 'MambaCache' object has no attribute 'extract'",
+              "skip": "not here"}[verdict]
+    return {"check": check, "verdict": verdict, "mode": mode, "model": model, "subject": subject,
+            "metrics": metrics, "detail": detail, "seconds": 0.1}
+
+
+def cell(name: str, mlx_lm: str, results: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
+    subjects = sorted({r["subject"] for r in results})
+    doc = {"schema": SCHEMA, "cell": name, "complete": True, "run_id": "r1",
+           "env": {"backend": "cpu", "device_name": "cpu",
+                   "packages": {"mlx-lm": mlx_lm, "mlx": "0.32.2"},
+                   "fingerprint": {"cpu": "test", "cores": 2, "backend": "cpu"}},
+           "install": {"status": "ok", "seconds": 1.5, "log_tail": ""},
+           "subjects": {s: {"collected": sum(r["subject"] == s for r in results)}
+                        for s in subjects},
+           "results": results, "patches": [], "bench": []}
+    doc.update(extra)
+    return doc
+
+
+def standard_cells() -> dict[str, dict[str, Any]]:
+    old = cell("mlx-lm-0.29.1", "0.29.1", [
+        result("parity", "pass", "llama", "fresh"),
+        result("parity", "error", "mamba2", "fresh"),
+        result("parity", "fail", "mamba", "fresh", max_abs_delta=0.019, tokens_equal=True),
+    ])
+    new = cell("mlx-lm-0.32.2", "0.32.2", [
+        result("parity", "pass", "llama", "fresh"),
+        result("parity", "pass", "mamba2", "fresh"),
+        result("parity", "fail", "mamba", "fresh", "mlxcompat", max_abs_delta=0.019,
+               tokens_equal=True),
+        result("parity", "skip", "qwen3_5", "fresh"),
+    ])
+    return {"mlx-lm-0.29.1": old, "mlx-lm-0.32.2": new}
+
+
+def write(raw: Path, docs: dict[str, dict[str, Any]]) -> Path:
+    raw.mkdir(parents=True, exist_ok=True)
+    for name, doc in docs.items():
+        (raw / f"{name}.json").write_text(json.dumps(doc))
+    return raw
+
+
+def matrix(**changes: Any) -> dict[str, Any]:
+    doc = copy.deepcopy(MATRIX)
+    doc.update(changes)
+    return doc

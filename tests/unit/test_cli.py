@@ -1,0 +1,30 @@
+"""`mlxcompat run` refuses names it does not know, listing the valid ones (a typo must never
+deselect everything and stay green)."""
+
+from pathlib import Path
+
+import pytest
+
+from mlxcompat.cli import main
+
+MATRIX = str(Path(__file__).resolve().parents[2] / "matrix.yaml")
+
+
+@pytest.mark.parametrize(("option", "value", "words"), [
+    ("--checks", "parrity", "unknown check parrity; valid: parity"),
+    ("--modes", "histroy", "unknown mode histroy; valid:"),
+    ("--models", "gpt2", "unknown model gpt2; valid: llama"),
+    ("--subjects", "nobody", "unknown subject nobody; valid: none"),
+])
+def test_unknown_names_exit_2_naming_the_valid_ones(option, value, words, capsys, tmp_path):
+    code = main(["--matrix", MATRIX, "run", "--cell", "mlx-lm-0.32.2", option, value,
+                 "--out", str(tmp_path / "x.json")])
+    assert code == 2
+    assert words in capsys.readouterr().err
+    assert not (tmp_path / "x.json").exists()
+
+
+def test_list_names_cells_subjects_models_and_roles(capsys):
+    assert main(["--matrix", MATRIX, "list"]) == 0
+    out = capsys.readouterr().out
+    assert "mlx-lm-0.32.2" in out and "roles:    mamba, mamba-legacy, glm4v" in out
