@@ -109,7 +109,7 @@ def test_merge_compares_only_steps_made_by_the_batch() -> None:
 
             return mx.ones((len(tokens), 4))
 
-    prompts, rows = check._merge(Runner())
+    _prompts, rows = check._merge(Runner())
     assert check.FIRST_STEP["merge"] == 1
     assert all(len(v) == check.STEPS for v in rows.values())
     assert all(float(v[0].sum()) == 4.0 for v in rows.values())  # a batched step, not prefill

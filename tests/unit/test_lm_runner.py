@@ -10,7 +10,7 @@ import pytest
 
 pytest.importorskip("mlx_lm")
 
-from mlxcompat.drivers import lm_runner  # noqa: E402
+from mlxcompat.drivers import lm_runner
 
 
 class _Scores:

@@ -52,7 +52,7 @@ def test_error_raised_in_the_subjects_code_says_so(tmp_path, monkeypatch):
     upstream = tmp_path / "site-packages" / "mlx_lm" / "generate.py"
     subject = tmp_path / "site-packages" / "vllm_mlx" / "utils" / "mamba_cache.py"
     for path, body in ((upstream, "def step(fn):\n    return fn()\n"),
-                       (subject, "def merge():\n    raise IndexError('list index out of range')\n")):
+                       (subject, "def merge():\n    raise IndexError('out of range')\n")):
         path.parent.mkdir(parents=True)
         path.write_text(body)
     scope = {}
