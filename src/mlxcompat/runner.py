@@ -116,7 +116,8 @@ def _start(opts: RunOptions, subject: SubjectSpec, tmp: Path, probe: Path | None
     spec_path = _spec(opts, subject, part, probe, gate).write(tmp / f"{subject.name}.spec.json")
     cmd = [sys.executable, "-m", "pytest", "--pyargs", "mlxcompat.suite",
            "-c", str(Path(__file__).parent / "suite" / "pytest.ini"), f"--rootdir={tmp}",
-           f"--mlxcompat-run={spec_path}", "-p", "no:cacheprovider", "-q", "-s",
+           "-p", "mlxcompat.plugin", f"--mlxcompat-run={spec_path}", "-p", "no:cacheprovider",
+           "-q", "-s",
            "--no-header", "-rN", "--benchmark-disable-gc",
            *([f"--benchmark-json={part.with_suffix('.bench.json')}"] if opts.bench else
              ["--benchmark-disable"]), *opts.pytest_args]

@@ -22,6 +22,8 @@ from mlxcompat.results import describe_exception, short_error
 
 Snapshot = dict[str, Any]
 _ABSENT = object()
+# Entries the interpreter itself adds to classes (copy/pickle bookkeeping), never a patch.
+_RUNTIME = ("__dict__", "__weakref__", "__doc__", "__slotnames__", "_abc_impl")
 
 
 class _Capture(logging.Handler):
@@ -50,7 +52,7 @@ def snapshot(modules: tuple[str, ...]) -> Snapshot:
             found[f"{name}:{attr}"] = value
             if inspect.isclass(value) and getattr(value, "__module__", None) == name:
                 for key, member in list(vars(value).items()):
-                    if key not in ("__dict__", "__weakref__", "__doc__"):
+                    if key not in _RUNTIME:
                         found[f"{name}:{attr}.{key}"] = member
     return found
 

@@ -74,7 +74,7 @@ def test_status_without_mlx_vlm(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(patch, "_language_module", lambda: None)
     monkeypatch.setattr(patch, "_vlm_installed", lambda: False)
     assert patch.patch_glm4v_moe_for_batching() is False
-    assert patch.glm4v_patch_status().status == "unavailable"
+    assert patch.glm4v_patch_status().status == "not-applicable"
 
 
 def test_status_without_glm4v_module(monkeypatch: pytest.MonkeyPatch) -> None:

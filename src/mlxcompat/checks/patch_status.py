@@ -33,6 +33,8 @@ def judge(role: RoleDecl, status: str, need: dict[str, Any]) -> tuple[str, str]:
     needed, why = need.get("needed"), need.get("why", "")
     if status == "error":
         return "error", "entry point raised"
+    if need.get("unknown"):
+        return "error", f"cannot judge: {why}"
     if needed is None or role.forced:
         return "pass", f"{status} ({why or 'no need probe for this role'})"
     if needed:
@@ -49,8 +51,11 @@ def role_need(role: RoleDecl, capabilities: dict[str, Any]) -> dict[str, Any]:
     if not role.need:
         return {"needed": None, "why": ""}
     record = capabilities.get(role.need)
-    if not isinstance(record, dict):
-        return {"needed": None, "why": f"the probe recorded nothing for {role.need!r}"}
+    if not isinstance(record, dict) or record.get("needed") is None:
+        why = (record or {}).get("why") if isinstance(record, dict) else None
+        return {"needed": None, "unknown": True,
+                "why": why or capabilities.get("error") or
+                f"the clean-process probe recorded nothing for {role.need!r}"}
     return {"needed": record.get("needed"), "why": record.get("why", "")}
 
 

@@ -1,8 +1,11 @@
 """Where this release needs a patch, decided in a clean process before any subject runs.
 
-`python -m mlxcompat.drivers.need <out.json> <device> <force-cpu patterns>` writes, per
-capability a role patches, {"needed": bool | None, "why": str}. The patch-status check judges
-every subject against this record; no patch module ever imports it.
+`python -m mlxcompat.drivers.need <out.json> <device> <force-cpu patterns>` exercises
+upstream's own batching on real tiny models of each family and writes, per capability a role
+patches: {"needed": bool | None, "why": str, "capabilities": {name: state}}, where a state is
+`absent`, `correct` or `broken: <error or Δ>`. The patch-status check judges every subject
+against this record. No patch module imports it: the judge never shares code with what it
+judges.
 """
 
 from __future__ import annotations
@@ -11,14 +14,56 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from mlxcompat.results import describe_exception, write_json_atomic
+from mlxcompat.results import SkipCheck, describe_exception, write_json_atomic
+
+SSM_MODELS = ("mamba", "mamba2", "qwen3_next", "qwen3_5")
+SSM_MODES = ("fresh", "history")
+TOLERANCE = 1e-4
+
+
+def _batched_state(model: str, mode: str) -> str:
+    """`correct`, `absent` (model or API not in this release) or `broken: ...`."""
+    from mlxcompat.checks.compare import compare_rows
+    from mlxcompat.checks.parity import parity_rows
+    from mlxcompat.drivers.lm_runner import run_batched, run_single
+    from mlxcompat.models.lm import build_lm
+
+    try:
+        net = build_lm(model, 0)
+        rows = parity_rows(mode, 0)
+        batched = run_batched(net, rows)
+    except SkipCheck:
+        return "absent"
+    except Exception as exc:
+        return f"broken: {describe_exception(exc)}"
+    single = [run_single(net, r) for r in rows]
+    verdict, metrics, detail = compare_rows(
+        [b.logprobs for b in batched], [s.logprobs for s in single],
+        [b.tokens for b in batched], [s.tokens for s in single], TOLERANCE,
+        stalled=[i for i, b in enumerate(batched) if b.finish_reason is None])
+    return "correct" if verdict == "pass" else f"broken: {detail}"
+
+
+def _extract_merge() -> str:
+    from mlxcompat.drivers.capabilities import cache_module
+
+    cache = cache_module()
+    kind = getattr(cache, "MambaCache", cache.ArraysCache)
+    if not (hasattr(kind, "extract") and hasattr(kind, "merge")):
+        return "absent"
+    return "present"
 
 
 def _ssm() -> dict[str, Any]:
-    from mlxcompat.drivers.capabilities import probe_lm
-
-    decision, why = probe_lm().ssm_patch_decision()
-    return {"needed": decision == "needed", "why": why}
+    capabilities = {"ssm cache extract/merge": _extract_merge()}
+    for model in SSM_MODELS:
+        for mode in SSM_MODES:
+            capabilities[f"{model} {mode}"] = _batched_state(model, mode)
+    broken = {k: v for k, v in capabilities.items() if v.startswith("broken")}
+    why = "; ".join(f"{k}: {v.removeprefix('broken: ')[:120]}" for k, v in broken.items())
+    return {"needed": bool(broken), "capabilities": capabilities,
+            "why": f"upstream batching differs from single runs: {why}" if broken else
+            "upstream batching of every SSM family here equals single runs"}
 
 
 def _glm4v() -> dict[str, Any]:

@@ -24,14 +24,15 @@ import importlib.util
 import logging
 from typing import Any
 
+from mlxcompat.patches import glm4v_probe
+from mlxcompat.patches.journal import Journal
 from mlxcompat.patches.status import PatchStatus
 
 logger = logging.getLogger(__name__)
 
 PATCH = "glm4v"
 MARKER = "_mlxcompat_glm4v_batch_patched"
-_ORIGINALS: dict[tuple[type, str], Any] = {}
-_MISSING = object()
+_journal = Journal()
 _last_error: str = ""
 
 
@@ -110,13 +111,6 @@ def _outer_wrapper(original: Any) -> Any:
     return call
 
 
-def _install(cls: type, wrapper: Any) -> None:
-    _ORIGINALS[(cls, "__call__")] = cls.__dict__.get("__call__", _MISSING)
-    _ORIGINALS[(cls, MARKER)] = cls.__dict__.get(MARKER, _MISSING)
-    cls.__call__ = wrapper(cls.__call__)
-    setattr(cls, MARKER, True)
-
-
 def _applied_parts(language: Any) -> list[str]:
     parts = []
     if language.GLM4VModel.__dict__.get(MARKER):
@@ -127,22 +121,26 @@ def _applied_parts(language: Any) -> list[str]:
 
 
 def _needed(language: Any) -> list[str]:
-    """Which paths the code installed now gets wrong for batched caches ("inner", "outer")."""
-    from mlxcompat.drivers.glm4v import inner_handles_batches, outer_handles_batches
-
-    lm_cls = language.LanguageModel
+    """Which paths the installed code gets wrong for batched caches ("inner", "outer")."""
+    model, outer = language.GLM4VModel, language.LanguageModel
     needed = []
-    if not inner_handles_batches(language.GLM4VModel.__call__):
+    if not glm4v_probe.inner_is_right(model.__call__):
         needed.append("inner")
-    if not outer_handles_batches(lm_cls.__call__, lm_cls):
+    if not glm4v_probe.outer_is_right(outer.__call__, outer):
         needed.append("outer")
     return needed
+
+
+def _install(cls: type, wrapper: Any) -> None:
+    _journal.replace(cls, "__call__", wrapper(vars(cls).get("__call__", cls.__call__)))
+    _journal.replace(cls, MARKER, True)
 
 
 def patch_glm4v_moe_for_batching() -> bool:
     """Install the wrappers the installed mlx-vlm needs; True when batching is supported now.
 
-    False when mlx-vlm or its glm4v_moe module is missing. Calling it again is a no-op.
+    False when mlx-vlm or its glm4v_moe module is missing. Calling it again is a no-op; a
+    failure part-way restores what was replaced before it propagates.
     """
     language = _language_module()
     if language is None:
@@ -151,37 +149,32 @@ def patch_glm4v_moe_for_batching() -> bool:
     if _applied_parts(language):
         return True
     needed = _needed(language)
-    if "inner" in needed:
-        _install(language.GLM4VModel, _inner_wrapper)
-    if "outer" in needed:
-        _install(language.LanguageModel, _outer_wrapper)
+    with _journal.atomic():
+        if "inner" in needed:
+            _install(language.GLM4VModel, _inner_wrapper)
+        if "outer" in needed:
+            _install(language.LanguageModel, _outer_wrapper)
     return True
 
 
 def unpatch() -> None:
     """Put back every original object we replaced (by identity) and drop our markers."""
     global _last_error
-    for (cls, name), original in reversed(list(_ORIGINALS.items())):
-        if original is _MISSING:
-            if name in cls.__dict__:
-                delattr(cls, name)
-        else:
-            setattr(cls, name, original)
-    _ORIGINALS.clear()
+    _journal.undo()
     _last_error = ""
 
 
 def glm4v_patch_status() -> PatchStatus:
     """Where GLM4V batching stands now, in DESIGN's vocabulary (applies nothing).
 
-    unavailable: mlx-vlm is not importable; not-applicable: this release has no glm4v_moe;
+    not-applicable: mlx-vlm is not installed, or this release has no glm4v_moe;
     applied: our wrappers are installed; skipped: the installed code already batches right;
     error: the patch raised, or it is needed and not installed.
     """
     language = _language_module()
     if language is None:
         if not _vlm_installed():
-            return PatchStatus(PATCH, "unavailable", "mlx_vlm is not importable")
+            return PatchStatus(PATCH, "not-applicable", "mlx-vlm is not installed")
         return PatchStatus(PATCH, "not-applicable", "this mlx-vlm has no glm4v_moe model")
     if _last_error:
         return PatchStatus(PATCH, "error", _last_error)
@@ -202,9 +195,7 @@ def ensure_glm4v_support() -> PatchStatus:
         patch_glm4v_moe_for_batching()
         _last_error = ""
     except Exception as exc:
-        from mlxcompat.results import describe_exception
-
-        _last_error = describe_exception(exc)
+        _last_error = f"{type(exc).__name__}: {exc}"
     status = glm4v_patch_status()
     logger.info("[glm4v] %s: %s", status.status, status.detail)
     return status
