@@ -56,7 +56,7 @@ def cmd_probe(args: argparse.Namespace, matrix: Matrix) -> int:
 
 def cmd_bisect(args: argparse.Namespace, matrix: Matrix) -> int:
     """Binary search over mlx-lm releases for the first one whose verdict changes."""
-    from mlxcompat.bisect import Bisect, BisectError, run_bisect, validate
+    from mlxcompat.bisection import Bisect, BisectError, run_bisect, validate
     from mlxcompat.results import write_json_atomic
 
     validate(matrix, args.check, args.model, args.mode, args.subject)

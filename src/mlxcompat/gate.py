@@ -2,9 +2,15 @@
 
 Every subject runs in a long-lived process of its own (patches are process state). Before a
 timed round a worker asks for a turn and blocks until the coordinator (the runner) grants
-it; after the round it says done. The coordinator grants one turn at a time, only once
-every live worker is waiting, and rotates the order each cycle, so rounds of subjects A B C
-run as A B C, B C A, ... with nothing else running beside them.
+it. It keeps the turn until it asks for the next one (or exits), so whatever it does between
+rounds (building the next model, bookkeeping) never runs beside another worker's timed
+round. The coordinator grants one turn at a time, only once every live worker is waiting,
+and rotates the order each cycle, so rounds of subjects A B C run as A B C, B C A, ...
+
+On Linux a worker moves every one of its threads to one CPU, the same for every worker of
+the cell, before its first timed round: on small VMs, processes handing the CPUs to each other
+otherwise run for seconds at a fraction of their speed (measured: 0.42× phases on a 2-vCPU
+machine), which is noise no number of rounds removes. Single-CPU rounds varied by 1-2%.
 
 Wire format, one line each: worker -> coordinator `want <label>` / `done <label>`;
 coordinator -> worker `go`.
@@ -13,20 +19,41 @@ coordinator -> worker `go`.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import IO
+
+
+def pin_process(cpu: int) -> bool:
+    """Move every thread of this process to `cpu` (threads made later inherit it)."""
+    if not hasattr(os, "sched_setaffinity"):
+        return False
+    for task in Path("/proc/self/task").iterdir():
+        try:
+            os.sched_setaffinity(int(task.name), {cpu})
+        except (OSError, ValueError):
+            continue
+    os.sched_setaffinity(0, {cpu})
+    return True
 
 
 class Gate:
     """The worker side. Without file descriptors (a run by hand) every turn is granted."""
 
-    def __init__(self, read_fd: int | None = None, write_fd: int | None = None) -> None:
+    def __init__(self, read_fd: int | None = None, write_fd: int | None = None,
+                 cpu: int | None = None) -> None:
         self._in: IO[str] | None = os.fdopen(read_fd, "r") if read_fd is not None else None
         self._out: IO[str] | None = os.fdopen(write_fd, "w") if write_fd is not None else None
         self.label = ""
+        self._holding = False
+        self._cpu = cpu
+        self.pinned: int | None = None
 
     def turn(self, label: str) -> None:
-        """Block until this worker may run its next timed round."""
+        """Give back the turn this worker holds, then block until it may run `label`."""
+        self.release()
         self.label = label
+        if self._cpu is not None and self.pinned is None and pin_process(self._cpu):
+            self.pinned = self._cpu
         if self._out is None or self._in is None:
             return
         self._out.write(f"want {label}\n")
@@ -34,12 +61,15 @@ class Gate:
         reply = self._in.readline().strip()
         if reply != "go":
             raise RuntimeError(f"bench coordinator answered {reply!r} instead of 'go'")
+        self._holding = True
 
-    def done(self) -> None:
-        if self._out is not None:
+    def release(self) -> None:
+        """Give the turn back (at the next turn, or when this worker has no more rounds)."""
+        if self._out is not None and self._holding:
             self._out.write(f"done {self.label}\n")
             self._out.flush()
+        self._holding = False
 
 
-def gate_from(fds: list[int]) -> Gate:
-    return Gate(fds[0], fds[1]) if len(fds) == 2 else Gate()
+def gate_from(fds: list[int], cpu: int | None = None) -> Gate:
+    return Gate(fds[0], fds[1], cpu) if len(fds) == 2 else Gate(cpu=cpu)

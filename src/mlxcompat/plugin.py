@@ -203,11 +203,15 @@ def backend(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture(scope="session")
-def bench_gate(mlxcompat_run: SubjectRun) -> Any:
+def bench_gate(request: pytest.FixtureRequest, mlxcompat_run: SubjectRun) -> Any:
     """This worker's side of the runner's turn gate (every turn granted when run by hand)."""
     from mlxcompat.gate import gate_from
 
-    return gate_from(mlxcompat_run.gate)
+    gate = gate_from(mlxcompat_run.gate, mlxcompat_run.bench_cpu)
+    state = _state(request.config)
+    if state is not None:
+        state["gate"] = gate
+    return gate
 
 
 @pytest.fixture
@@ -308,6 +312,9 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if state is None:
         return
     _flush_group(state)
+    gate = state.get("gate")
+    if gate is not None:
+        gate.release()
     for row in state["doc"]["patches"]:
         _line(state, f"patch {row['patch']}: {row['status']} ({row['detail'][:160]})")
     _save(session.config)

@@ -92,7 +92,15 @@ def _spec(opts: RunOptions, subject: SubjectSpec, part: Path, probe: Path | None
         modes=list(opts.modes),
         tolerance=opts.tolerance, device=opts.device, force_cpu=list(opts.force_cpu),
         bench=opts.bench, probe=str(probe) if probe else "", installs=bool(subject.install),
-        install_error="" if status == "ok" else str(status), gate=gate)
+        install_error="" if status == "ok" else str(status), gate=gate,
+        bench_cpu=bench_cpu())
+
+
+def bench_cpu() -> int | None:
+    """The one CPU every worker of a cell runs its timed rounds on (None off Linux)."""
+    if os.environ.get("MLXCOMPAT_BENCH_PIN", "1") == "0" or not hasattr(os, "sched_getaffinity"):
+        return None
+    return max(os.sched_getaffinity(0))
 
 
 def _pump(stream: Any, worker: str, events: queue.Queue[tuple[str, str, str]],

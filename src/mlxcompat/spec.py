@@ -32,6 +32,7 @@ class SubjectRun:
     installs: bool = False
     install_error: str = ""
     gate: list[int] = field(default_factory=list)
+    bench_cpu: int | None = None
     model_decls: dict[str, dict[str, Any]] = field(default_factory=dict)
     role_decls: dict[str, dict[str, Any]] = field(default_factory=dict)
 

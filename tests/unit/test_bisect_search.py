@@ -8,7 +8,7 @@ from typing import ClassVar
 
 import pytest
 
-from mlxcompat import bisect as bisect_mod
+from mlxcompat import bisection as bisect_mod
 from mlxcompat.cli import main
 from mlxcompat.matrix import MatrixError, parse_matrix
 

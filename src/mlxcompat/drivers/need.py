@@ -37,7 +37,7 @@ def _batched_state(model: str, mode: str) -> str:
     except Exception as exc:
         return f"broken: {describe_exception(exc)}"
     single = [run_single(net, r) for r in rows]
-    verdict, metrics, detail = compare_rows(
+    verdict, _metrics, detail = compare_rows(
         [b.logprobs for b in batched], [s.logprobs for s in single],
         [b.tokens for b in batched], [s.tokens for s in single], TOLERANCE,
         stalled=[i for i, b in enumerate(batched) if b.finish_reason is None])

@@ -100,7 +100,10 @@ def padding_leak() -> str:
     mx.random.seed(7)
     model = mamba.Model(mamba.ModelArgs.from_dict(TINY_MAMBA))
     mx.eval(model.parameters())
-    batched = _first_logprobs(model)
+    try:
+        batched = _first_logprobs(model)
+    except Exception as exc:
+        return f"a padded Mamba v1 batch does not run ({type(exc).__name__}: {exc})"
     worst = 0.0
     for prompt, got in zip(PROMPTS, batched, strict=True):
         if got is None:

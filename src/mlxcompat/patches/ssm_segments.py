@@ -16,6 +16,7 @@ models are exact too. Decoding (one real column per row) is never touched.
 from __future__ import annotations
 
 import importlib
+import itertools
 from collections.abc import Sequence
 from typing import Any
 
@@ -72,7 +73,7 @@ class SegmentedPrefill:
         outputs = []
         cuts = self._cuts(start, start + width)
         try:
-            for a, b in zip(cuts, cuts[1:], strict=False):
+            for a, b in itertools.pairwise(cuts):
                 real = [s <= a and b <= e for s, e in self._spans]
                 before = [list(c.cache) for c in ssm]
                 outputs.append(self._model(inputs[:, a - start:b - start], cache=cache, **kwargs))

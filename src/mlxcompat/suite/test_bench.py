@@ -50,16 +50,15 @@ def test_throughput(case, registry, mlxcompat_run, bench_gate, benchmark, record
     try:
         benchmark.pedantic(one_round, rounds=profile.rounds, warmup_rounds=profile.warmup,
                            iterations=1,
-                           setup=lambda: bench_gate.turn(f"{label} batched"),
-                           teardown=lambda: bench_gate.done())
+                           setup=lambda: bench_gate.turn(f"{label} batched"))
     except Exception as exc:
-        bench_gate.done()
         record_bench({**base, "error": describe_exception(exc)})
         pytest.skip(f"batched path does not run here: {describe_exception(exc)}")
     measured = timings[profile.warmup:]
     row = bench_row(case.model, mlxcompat_run.subject, case.batch, profile,
                     [t.decode_tok_s for t in measured], [t.prefill_tok_s for t in measured],
                     timers.peak_memory_mb(), backend)
+    row["pinned_cpu"] = bench_gate.pinned
     benchmark.extra_info.update({k: v for k, v in row.items() if k != "gen_tok_s"},
                                 gen_tok_s_median=row["gen_tok_s"]["median"])
     record_bench(row)
@@ -82,10 +81,7 @@ def test_sequential(case, registry, mlxcompat_run, bench_gate, record_bench, bac
     rounds = []
     for i in range(1 + SEQUENTIAL_ROUNDS):
         bench_gate.turn(f"{case.model} b{case.batch} sequential {i}")
-        try:
-            rounds.append(timers.time_sequential(net, prompts, profile.gen_tokens))
-        finally:
-            bench_gate.done()
+        rounds.append(timers.time_sequential(net, prompts, profile.gen_tokens))
     record_bench({"kind": "sequential", "model": case.model, "subject": mlxcompat_run.subject,
                   "batch": case.batch, "backend": backend, "profile": profile.name,
                   "sequential_tok_s": summarise([t.decode_tok_s for t in rounds[1:]])})
