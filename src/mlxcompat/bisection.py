@@ -21,11 +21,11 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from packaging.requirements import Requirement
 
 from mlxcompat.matrix import SCHEMA, Matrix, MatrixError
 from mlxcompat.pypi import releases, wheel_for
 from mlxcompat.registry import CHECKS, builtin_document
+from mlxcompat.releases import mlx_floor
 
 UNDECIDABLE = ("install-failed", "missing", "skip", "no-result")
 
@@ -45,21 +45,6 @@ def validate(matrix: Matrix, check: str, model: str, mode: str, subject: str) ->
         raise MatrixError(f"unknown mode {mode!r} of {check}; valid: {', '.join(modes)}")
     if subject not in matrix.subjects:
         raise MatrixError(f"unknown subject {subject!r}; valid: {', '.join(matrix.subjects)}")
-
-
-def mlx_floor(wheel: Path) -> str:
-    """The lowest mlx version the wheel declares (`mlx>=X`), whatever its platform marker."""
-    with zipfile.ZipFile(wheel) as z:
-        meta = next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))
-        lines = z.read(meta).decode().splitlines()
-    for line in lines:
-        if line.startswith("Requires-Dist:"):
-            req = Requirement(line.split(":", 1)[1].strip())
-            if req.name == "mlx" and not (req.marker and "extra" in str(req.marker)):
-                floors = [s.version for s in req.specifier if s.operator in (">=", "==")]
-                if floors:
-                    return floors[0]
-    raise BisectError(f"{wheel.name} declares no mlx floor")
 
 
 def model_file(model: str) -> str | None:

@@ -92,11 +92,23 @@ def cmd_releases(args: argparse.Namespace, matrix: Matrix) -> int:
     return check_releases(matrix, args.matrix, write=args.write)
 
 
+def cmd_cells(args: argparse.Namespace, matrix: Matrix) -> int:
+    """`cells=[...]` of a tag for $GITHUB_OUTPUT (the CI job matrix comes from matrix.yaml)."""
+    import json
+
+    cells = [c.id for c in matrix.cells_for("", args.tag)]
+    if not cells:
+        raise MatrixError(f"no cell has tag {args.tag!r}")
+    print(f"cells={json.dumps(cells)}")
+    return 0
+
+
 def cmd_init(args: argparse.Namespace) -> int:
     """Starter matrix.yaml, noxfile.py and CI workflow in a folder, never overwriting."""
     from mlxcompat.scaffold import init_project
 
-    return init_project(Path(args.path), args.package)
+    return init_project(Path(args.path), args.package, args.entry_point, args.repository,
+                        args.ref)
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
@@ -129,9 +141,17 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     releases = sub.add_parser("releases", help="new upstream releases the matrix lacks")
     releases.add_argument("--write", action="store_true", help="append cells for them")
     releases.set_defaults(func=cmd_releases)
+    cells = sub.add_parser("cells", help="cells=[...] of a tag, for a CI job matrix")
+    cells.add_argument("--tag", default="all")
+    cells.set_defaults(func=cmd_cells)
     init = sub.add_parser("init", help="write a starter matrix.yaml, noxfile.py and workflow")
     init.add_argument("path", nargs="?", default=".")
     init.add_argument("--package", default="", help="your package with the patch modules")
+    init.add_argument("--entry-point", action="append", default=[], metavar="ROLE=MOD:FUNC",
+                      help="a patch entry point of the subject (repeatable)")
+    init.add_argument("--repository", default="OWNER/mlxcompat",
+                      help="GitHub repository of mlxcompat's reusable workflow")
+    init.add_argument("--ref", default="main", help="its tag or branch")
     init.set_defaults(func=cmd_init, no_matrix=True)
 
 

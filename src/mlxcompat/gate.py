@@ -71,5 +71,12 @@ class Gate:
         self._holding = False
 
 
-def gate_from(fds: list[int], cpu: int | None = None) -> Gate:
-    return Gate(fds[0], fds[1], cpu) if len(fds) == 2 else Gate(cpu=cpu)
+def gate_from(ends: list[int | str], cpu: int | None = None) -> Gate:
+    """The worker's gate from two inherited descriptors, or two FIFO paths (a forked worker
+    opens them itself: the runner's side opens in the same order, so neither blocks)."""
+    if len(ends) != 2:
+        return Gate(cpu=cpu)
+    go, want = ends
+    if isinstance(go, str) and isinstance(want, str):
+        return Gate(os.open(go, os.O_RDONLY), os.open(want, os.O_WRONLY), cpu)
+    return Gate(int(go), int(want), cpu)

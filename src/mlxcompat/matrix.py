@@ -133,7 +133,8 @@ class Matrix:
         if name not in bench["profiles"]:
             raise MatrixError(f"no bench profile {name!r}; known: off, "
                               f"{', '.join(bench['profiles'])}")
-        return {"name": name, **bench["profiles"][name], "models": list(bench["models"])}
+        profile = bench["profiles"][name]
+        return {"name": name, **profile, "models": list(profile.get("models", bench["models"]))}
 
     def expectation_for(self, result: dict[str, Any], cell: str, packages: dict[str, str],
                         env: dict[str, Any] | None = None) -> Expectation | None:

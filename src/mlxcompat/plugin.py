@@ -38,6 +38,9 @@ def pytest_configure(config: pytest.Config) -> None:
     path = config.getoption("--mlxcompat-run")
     if not path:
         return
+    import time
+
+    started = time.monotonic()
     from mlxcompat.drivers.device import select_device
 
     spec = SubjectRun.read(path)
@@ -45,7 +48,7 @@ def pytest_configure(config: pytest.Config) -> None:
     doc = empty_cell(spec.cell)
     config.stash[_KEY] = {"spec": spec, "registry": spec.registry(), "device": device,
                           "doc": doc, "counts": {}, "total": Counter(), "group": None,
-                          "broken": ""}
+                          "broken": "", "clock": {"configure": started}}
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
@@ -53,17 +56,20 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     if state is None:
         return
     from mlxcompat.drivers.environment import describe_environment
-    from mlxcompat.results import set_subject_code
-    from mlxcompat.subjects import apply_subject, subject_code
+    from mlxcompat.subjects import apply_subject
 
     spec: SubjectRun = state["spec"]
     state["doc"]["env"] = {**describe_environment(), **state["device"]}
+    if spec.host_probe and not spec.entry_points:
+        # A subject without patches is a clean process: the need probe runs here, first.
+        from mlxcompat.drivers.need import probe_needs
+
+        write_json_atomic(Path(spec.probe), probe_needs())
     if spec.install_error:
         state["broken"] = f"subject did not install: {spec.install_error}"
     else:
         rows = apply_subject(spec.subject, spec.entry_points, state["registry"].roles)
         state["doc"]["patches"] = rows
-        set_subject_code(subject_code(spec.entry_points))
         failed = [r for r in rows if r["status"] == "error"]
         if failed:
             state["broken"] = "; ".join(f"entry point {r['patch']} failed: {r['detail']}"
@@ -296,10 +302,22 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Any:
     return report
 
 
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Note when the timed rounds begin (for the cell's time breakdown)."""
+    state = _state(item.config)
+    if state is not None and _identity(item)[0] in BENCH_CHECKS:
+        import time
+
+        state["clock"].setdefault("bench", time.monotonic())
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
     state = _state(session.config)
     if state is None:
         return
+    import time
+
+    state["clock"]["checks"] = time.monotonic()
     counted = [i for i in session.items if _identity(i)[0] not in BENCH_CHECKS]
     state["doc"]["subjects"][state["spec"].subject] = {"collected": len(counted),
                                                        "bench_cases": len(session.items)
@@ -312,6 +330,14 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if state is None:
         return
     _flush_group(state)
+    import time
+
+    clock, now = state["clock"], time.monotonic()
+    bench = clock.get("bench", now)
+    state["doc"]["subjects"][state["spec"].subject]["seconds"] = {
+        "start": round(clock.get("checks", now) - clock["configure"], 2),
+        "checks": round(bench - clock.get("checks", now), 2),
+        "bench": round(now - bench, 2)}
     gate = state.get("gate")
     if gate is not None:
         gate.release()

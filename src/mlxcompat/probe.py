@@ -10,6 +10,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from packaging.requirements import Requirement
+
 from mlxcompat.drivers.static_probe import (
     LM_FILES,
     VLM_FILES,
@@ -18,7 +20,7 @@ from mlxcompat.drivers.static_probe import (
     read_wheel,
 )
 from mlxcompat.matrix import Matrix
-from mlxcompat.pypi import wheel_for
+from mlxcompat.pypi import requires_dist, wheel_for
 from mlxcompat.results import write_json_atomic
 
 
@@ -35,10 +37,33 @@ def probe_release(pins: dict[str, str], cache: Path) -> dict[str, Any]:
     return row
 
 
+def subject_requires(matrix: Matrix, cache: Path) -> dict[str, dict[str, str]]:
+    """What each subject installed from a pinned requirement declares it needs of mlx-lm,
+    mlx-vlm and mlx (its Requires-Dist on PyPI), for the report's ∅ marks."""
+    found: dict[str, dict[str, str]] = {}
+    for spec in matrix.subjects.values():
+        for req in spec.requirements:
+            parsed = Requirement(req)
+            pinned = [s.version for s in parsed.specifier if s.operator == "=="]
+            if not pinned:
+                continue
+            ranges = {}
+            for line in requires_dist(parsed.name, pinned[0], cache):
+                dep = Requirement(line)
+                if dep.name in ("mlx-lm", "mlx-vlm", "mlx") and str(dep.specifier) and not (
+                        dep.marker and "extra" in str(dep.marker)):
+                    ranges[dep.name] = str(dep.specifier)
+            found[spec.name] = ranges
+    return found
+
+
 def probe_matrix(matrix: Matrix, cache: Path, out: Path) -> dict[str, Any]:
-    """Probe every cell of the matrix; a release that cannot be read is a row with its error."""
+    """Probe every pinned cell of the matrix (a resolved cell repeats a pinned release); a
+    release that cannot be read is a row with its error."""
     rows = []
     for cell in matrix.cells:
+        if cell.resolve:
+            continue
         try:
             row = probe_release(dict(cell.pins), cache)
         except Exception as exc:
@@ -47,6 +72,10 @@ def probe_matrix(matrix: Matrix, cache: Path, out: Path) -> dict[str, Any]:
         rows.append(row)
         took = f"{row['seconds']:.3f}s" if "seconds" in row else row["error"]
         print(f"[mlxcompat] probe {cell.id}: {took}", flush=True)
-    doc = {"schema": 1, "rows": rows}
+    doc: dict[str, Any] = {"schema": 1, "rows": rows}
+    try:
+        doc["requires"] = subject_requires(matrix, cache)
+    except Exception as exc:
+        doc["requires_error"] = f"{type(exc).__name__}: {exc}"
     write_json_atomic(out, doc)
     return doc

@@ -51,6 +51,16 @@ def releases(package: str, low: str, high: str) -> list[str]:
     return [str(v) for v in sorted(kept) if lo <= v <= hi and not v.is_prerelease]
 
 
+def requires_dist(package: str, version: str, cache: Path) -> list[str]:
+    """The Requires-Dist lines of one release, read from its wheel's METADATA."""
+    import zipfile
+
+    with zipfile.ZipFile(wheel_for(package, version, cache)) as z:
+        meta = next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))
+        lines = z.read(meta).decode("utf-8").splitlines()
+    return [line.split(":", 1)[1].strip() for line in lines if line.startswith("Requires-Dist:")]
+
+
 def newest(package: str) -> str:
     """The newest final, non-yanked release of `package`."""
     found = releases(package, "0", "99999")

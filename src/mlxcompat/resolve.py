@@ -6,6 +6,7 @@ The versions a resolved cell gets are recorded in its install record and cell JS
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -16,8 +17,10 @@ from mlxcompat.matrix import LATEST, Cell, Matrix
 from mlxcompat.pypi import newest
 
 PACKAGES = ("mlx-lm", "mlx", "mlx-vlm")
-# Users of these servers run them on Apple silicon: resolve for that platform.
+# Users of these servers run them on Apple silicon: resolve for that platform, macOS 14 (the
+# oldest hosted arm64 runner; mlx publishes no wheels for older macOS).
 PLATFORM = "aarch64-apple-darwin"
+MACOS = "14.0"
 _PIN = re.compile(r"^([A-Za-z0-9_.\-]+)==([^\s;]+)")
 
 
@@ -26,8 +29,10 @@ def compile_pins(requirements: list[str], python: str = "3.11") -> dict[str, str
     uv = shutil.which("uv") or f"{sys.executable} -m uv"
     cmd = [*uv.split(), "pip", "compile", "-", "--python-platform", PLATFORM,
            "--python-version", python, "--no-header", "--no-annotate", "--quiet"]
+    env = {**os.environ, "MACOSX_DEPLOYMENT_TARGET": os.environ.get("MACOSX_DEPLOYMENT_TARGET",
+                                                                    MACOS)}
     proc = subprocess.run(cmd, input="\n".join(requirements), capture_output=True, text=True,
-                          timeout=600, check=False)
+                          timeout=600, check=False, env=env)
     if proc.returncode != 0:
         raise RuntimeError(f"uv pip compile {' '.join(requirements)} failed: "
                            f"{proc.stderr.strip()[-400:]}")

@@ -52,7 +52,15 @@ def set_subject_code(folders: tuple[str, ...]) -> None:
     _subject_code = tuple(str(Path(f).resolve()) for f in folders)
 
 
+def add_subject_code(folder: str) -> None:
+    set_subject_code(tuple(dict.fromkeys([*_subject_code, folder])))
+
+
 def _where(frame: traceback.FrameSummary) -> str:
+    path = str(Path(frame.filename).resolve())
+    for folder in _subject_code:
+        if path.startswith(folder + os.sep):
+            return f"{Path(folder).name}/{path[len(folder) + 1:]}:{frame.lineno} in {frame.name}"
     parts = Path(frame.filename).parts
     own = [i for i, p in enumerate(parts) if p in (*_UPSTREAM, "mlxcompat", "site-packages")]
     start = own[-1] + (parts[own[-1]] == "site-packages") if own else len(parts) - 1

@@ -10,7 +10,7 @@ from mlxcompat.validation import fail, mapping, names
 DEFAULTS: dict[str, Any] = {"python": "3.11", "timeout_s": 1200, "tolerance": 1e-4,
                             "throughput_threshold": 0.2, "bench": {}, "backend": "cpu",
                             "force_cpu_devices": []}
-PROFILE_KEYS = {"batches", "rounds", "warmup", "prompt_tokens", "gen_tokens", "gate"}
+PROFILE_KEYS = {"batches", "rounds", "warmup", "prompt_tokens", "gen_tokens", "gate", "models"}
 DEFAULT_PROFILE: dict[str, Any] = {"batches": [1, 4, 8, 16], "rounds": 5, "warmup": 2,
                                    "prompt_tokens": 32, "gen_tokens": 64, "gate": False}
 DEFAULT_BENCH_MODELS = ["llama", "mamba2", "qwen3_next", "qwen3_5"]
@@ -19,6 +19,8 @@ DEFAULT_BENCH_MODELS = ["llama", "mamba2", "qwen3_next", "qwen3_5"]
 def _profile(raw: Any, path: str) -> dict[str, Any]:
     profile = mapping(raw, path, PROFILE_KEYS)
     for key, value in profile.items():
+        if key == "models":
+            continue
         if key == "gate":
             if not isinstance(value, bool):
                 raise fail(f"{path}.gate", "expected true or false")
@@ -38,6 +40,10 @@ def _bench(raw: Any, registry: Registry) -> dict[str, Any]:
     raw_profiles = mapping(bench.get("profiles") or {"full": {}}, "settings.bench.profiles")
     profiles = {name: _profile(p or {}, f"settings.bench.profiles.{name}")
                 for name, p in raw_profiles.items()}
+    for name, profile in profiles.items():
+        if "models" in profile:
+            names(profile["models"], f"settings.bench.profiles.{name}.models", registry.models,
+                  "model")
     default = bench.get("default", next(iter(profiles)))
     if default != "off" and default not in profiles:
         raise fail("settings.bench.default", f"{default!r}; known: off, {', '.join(profiles)}")

@@ -29,9 +29,10 @@ class SubjectRun:
     force_cpu: list[str] = field(default_factory=list)
     bench: dict[str, Any] | None = None
     probe: str = ""
+    host_probe: bool = False
     installs: bool = False
     install_error: str = ""
-    gate: list[int] = field(default_factory=list)
+    gate: list[int | str] = field(default_factory=list)
     bench_cpu: int | None = None
     model_decls: dict[str, dict[str, Any]] = field(default_factory=dict)
     role_decls: dict[str, dict[str, Any]] = field(default_factory=dict)

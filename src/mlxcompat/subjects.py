@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from mlxcompat.registry import RoleDecl
-from mlxcompat.results import describe_exception, short_error
+from mlxcompat.results import add_subject_code, describe_exception, short_error
 
 Snapshot = dict[str, Any]
 _ABSENT = object()
@@ -112,11 +112,15 @@ def subject_code(entry_points: Mapping[str, str]) -> tuple[str, ...]:
 
 
 def import_entry_point(entry_point: str) -> tuple[Any, str]:
-    """(callable, "") or (None, the import error)."""
+    """(callable, "") or (None, the import error). The module's folder becomes the subject's
+    own code, so an error raised there is attributed to the subject."""
     try:
-        return _load(entry_point), ""
+        func = _load(entry_point)
     except Exception as exc:
         return None, short_error(exc)
+    for folder in subject_code({"": entry_point}):
+        add_subject_code(folder)
+    return func, ""
 
 
 def _call(func: Any) -> tuple[Any, BaseException | None, list[str]]:

@@ -47,12 +47,31 @@ def make_history_cache(model: Any, history: Sequence[int]) -> list[Any]:
     return cache
 
 
+_SINGLES: dict[tuple[int, tuple[int, ...]], RowOutput] = {}
+SINGLE_TOKENS = 9  # the most any parity row asks for: one run serves every shorter request
+
+
 def run_single(model: Any, row: Row) -> RowOutput:
-    """The oracle: the prompt (history + tail) alone through `generate_step`, greedy."""
-    gen = generate_module()
+    """The oracle: the prompt (history + tail) alone through `generate_step`, greedy.
+
+    Greedy decoding of one prompt is deterministic, so the first n tokens of a longer run are
+    the n-token run: each prompt is decoded once per process and model, and sliced.
+    """
     tokens = list(row.history or []) + list(row.prompt)
+    key = (id(model), tuple(tokens))
+    cached = _SINGLES.get(key)
+    if cached is None or len(cached.tokens) < row.max_tokens:
+        cached = _decode_alone(model, tokens, max(row.max_tokens, SINGLE_TOKENS))
+        _SINGLES[key] = cached
+    out = RowOutput(list(cached.tokens[:row.max_tokens]),
+                    list(cached.logprobs[:row.max_tokens]), "length")
+    return out
+
+
+def _decode_alone(model: Any, tokens: list[int], max_tokens: int) -> RowOutput:
+    gen = generate_module()
     out = RowOutput()
-    steps = gen.generate_step(prompt=mx.array(tokens), model=model, max_tokens=row.max_tokens)
+    steps = gen.generate_step(prompt=mx.array(tokens), model=model, max_tokens=max_tokens)
     for token, logprobs in steps:
         out.tokens.append(int(token.item() if isinstance(token, mx.array) else token))
         out.logprobs.append(np.array(logprobs.astype(mx.float32)))

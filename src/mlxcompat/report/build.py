@@ -49,7 +49,8 @@ def build_report(paths: ReportPaths, matrix: Matrix | None, accept: bool = False
         print(f"mlxcompat report: ignored {name}: it belongs to no matrix cell", file=sys.stderr)
     report = aggregate(loaded.cells, matrix)
     report.update(problems=loaded.problems, missing=loaded.missing, strays=loaded.strays,
-                  labels=loaded.labels, tag=tag or "all")
+                  labels=loaded.labels, tag=tag or "all",
+                  requires=_requires(paths.out / "probe.json"))
     report["full_run"] = bool(matrix) and not tag and not loaded.missing and "" in loaded.labels
     threshold = float(matrix.settings["throughput_threshold"]) if matrix else 0.2
     changes = diff(report, baseline, threshold)
@@ -60,6 +61,16 @@ def build_report(paths: ReportPaths, matrix: Matrix | None, accept: bool = False
     if accept:
         shutil.copyfile(paths.out / "compat.json", paths.baseline)
     return verdict(report, changes, loaded, accept)
+
+
+def _requires(probe: Path) -> dict[str, Any]:
+    """Each subject's declared mlx-lm / mlx-vlm ranges, recorded by `mlxcompat probe`."""
+    import json
+
+    try:
+        return dict(json.loads(probe.read_text(encoding="utf-8")).get("requires") or {})
+    except (OSError, ValueError):
+        return {}
 
 
 def _render(paths: ReportPaths, report: dict[str, Any], changes: dict[str, Any],

@@ -14,7 +14,8 @@ from mlxcompat.models import build_model
 from mlxcompat.results import SkipCheck, describe_exception
 from mlxcompat.suite.marks import check
 
-SEQUENTIAL_ROUNDS = 3
+SEQUENTIAL_ROUNDS = 2
+SEQUENTIAL_PROMPTS = 2  # one at a time, every prompt of a batch runs at the same rate
 
 
 @check("throughput")
@@ -77,7 +78,7 @@ def test_sequential(case, registry, mlxcompat_run, bench_gate, record_bench, bac
         net = build_model(registry.models[case.model])
     except SkipCheck as exc:
         pytest.skip(str(exc))
-    prompts = bench_prompts(case.batch, profile.prompt_tokens)
+    prompts = bench_prompts(min(case.batch, SEQUENTIAL_PROMPTS), profile.prompt_tokens)
     rounds = []
     for i in range(1 + SEQUENTIAL_ROUNDS):
         bench_gate.turn(f"{case.model} b{case.batch} sequential {i}")

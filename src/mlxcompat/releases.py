@@ -1,0 +1,141 @@
+"""`mlxcompat releases`: keep the matrix up with upstream.
+
+Compares PyPI's final, non-yanked releases of mlx-lm, mlx-vlm and every subject package with
+matrix.yaml and names each release newer than the newest cell (or subject) that covers it;
+exits non-zero when there is one. `--write` appends what is missing the way the existing
+entries are written: an mlx-lm cell pinned to the mlx floor its wheel declares, an mlx-vlm
+cell beside the newest mlx-lm, and a subject for a new release of a subject package (a copy
+of the newest one's entry points, which the matrix then tests for real).
+"""
+
+from __future__ import annotations
+
+import re
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from packaging.requirements import Requirement
+from packaging.version import Version
+
+from mlxcompat.matrix import Matrix
+from mlxcompat.pypi import releases, wheel_for
+
+_PIN = re.compile(r"^([A-Za-z0-9_.\-]+)==(\S+)$")
+
+
+@dataclass(frozen=True)
+class Missing:
+    kind: str  # "mlx-lm" | "mlx-vlm" | a subject package
+    version: str
+    yaml: str  # the line(s) --write appends
+
+
+def mlx_floor(wheel: Path) -> str:
+    """The lowest mlx version a wheel declares (`mlx>=X`), whatever its platform marker."""
+    with zipfile.ZipFile(wheel) as z:
+        meta = next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))
+        lines = z.read(meta).decode().splitlines()
+    for line in lines:
+        if line.startswith("Requires-Dist:"):
+            req = Requirement(line.split(":", 1)[1].strip())
+            if req.name == "mlx" and not (req.marker and "extra" in str(req.marker)):
+                floors = [s.version for s in req.specifier if s.operator in (">=", "==")]
+                if floors:
+                    return floors[0]
+    raise RuntimeError(f"{wheel.name} declares no mlx floor")
+
+
+def _newest(matrix: Matrix, axis: str) -> Version | None:
+    pinned = [Version(c.pins[axis]) for c in matrix.cells if axis in c.pins
+              and (axis == "mlx-vlm" or "mlx-vlm" not in c.pins)]
+    return max(pinned) if pinned else None
+
+
+def _subject_pins(matrix: Matrix) -> dict[str, list[tuple[Version, str]]]:
+    """package -> [(version, subject name)] for subjects installed from a pinned requirement."""
+    found: dict[str, list[tuple[Version, str]]] = {}
+    for spec in matrix.subjects.values():
+        for req in spec.requirements:
+            match = _PIN.match(req)
+            if match:
+                found.setdefault(match.group(1), []).append((Version(match.group(2)), spec.name))
+    return found
+
+
+def find_missing(matrix: Matrix, wheels: Path) -> list[Missing]:
+    missing: list[Missing] = []
+    newest_lm = _newest(matrix, "mlx-lm")
+    lm_versions = releases("mlx-lm", str(newest_lm or "0"), "99999")
+    for v in lm_versions:
+        if newest_lm is not None and Version(v) <= newest_lm:
+            continue
+        floor = mlx_floor(wheel_for("mlx-lm", v, wheels))
+        missing.append(Missing("mlx-lm", v, f'  - {{mlx-lm: "{v}", mlx: "{floor}"}}'))
+    newest_vlm = _newest(matrix, "mlx-vlm")
+    if newest_vlm is not None:
+        lm = lm_versions[-1] if lm_versions else str(newest_lm)
+        lm_floor = mlx_floor(wheel_for("mlx-lm", lm, wheels))
+        for v in releases("mlx-vlm", str(newest_vlm), "99999"):
+            if Version(v) <= newest_vlm:
+                continue
+            floor = max(Version(lm_floor), Version(mlx_floor(wheel_for("mlx-vlm", v, wheels))))
+            missing.append(Missing("mlx-vlm", v, f'  - {{mlx-vlm: "{v}", mlx-lm: "{lm}", '
+                                   f'mlx: "{floor}", models: [llama, glm4v_moe]}}'))
+    for package, pins in _subject_pins(matrix).items():
+        newest, name = max(pins)
+        for v in releases(package, str(newest), "99999"):
+            if Version(v) > newest:
+                missing.append(Missing(package, v, _subject_yaml(matrix, name, package, v)))
+    return missing
+
+
+def _subject_yaml(matrix: Matrix, name: str, package: str, version: str) -> str:
+    spec = matrix.subjects[name]
+    points = "".join(f"\n      {role}: {ep}" for role, ep in spec.entry_points.items())
+    return (f"  {package}-{version}:\n    description: {package} {version} (added by "
+            f"`mlxcompat releases --write` from {name}'s entry points)\n"
+            f'    install: ["{package}=={version}"]\n    entry_points:{points}')
+
+
+def _insert_after_last(lines: list[str], prefix: str, new: list[str]) -> bool:
+    index = max((i for i, line in enumerate(lines) if line.startswith(prefix)), default=None)
+    if index is None:
+        return False
+    lines[index + 1:index + 1] = new
+    return True
+
+
+def write_missing(path: Path, missing: list[Missing]) -> list[str]:
+    """Append every missing entry to matrix.yaml next to its kind; returns what it could not."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    left = []
+    for kind, prefix in (("mlx-lm", "  - {mlx-lm:"), ("mlx-vlm", "  - {mlx-vlm:")):
+        new = [m.yaml for m in missing if m.kind == kind]
+        if new and not _insert_after_last(lines, prefix, new):
+            left += new
+    subjects = [m.yaml for m in missing if m.kind not in ("mlx-lm", "mlx-vlm")]
+    if subjects:
+        at = next((i for i, line in enumerate(lines) if line.startswith("subjects:")), None)
+        if at is None:
+            left += subjects
+        else:
+            lines[at + 1:at + 1] = "\n".join(subjects).splitlines()
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return left
+
+
+def check_releases(matrix: Matrix, path: Path, write: bool = False,
+                   wheels: Path = Path(".nox/wheels")) -> int:
+    missing = find_missing(matrix, wheels)
+    if not missing:
+        print("[mlxcompat] releases: the matrix covers every release on PyPI")
+        return 0
+    for m in missing:
+        print(f"[mlxcompat] releases: {m.kind} {m.version} is newer than the matrix covers")
+    if write:
+        left = write_missing(path, missing)
+        print(f"[mlxcompat] releases: appended {len(missing) - len(left)} entr(ies) to {path}")
+        for text in left:
+            print(f"[mlxcompat] releases: add by hand:\n{text}")
+    return 1

@@ -1,0 +1,89 @@
+"""What CI shows besides the report: a JUnit XML file (one testcase per result) and GitHub
+`::error` annotations for every unexpected outcome."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+from xml.etree import ElementTree as ET
+
+MAX_ANNOTATIONS = 50  # GitHub shows at most 10 per step and 50 per job
+
+
+def _load(report: Path) -> dict[str, Any]:
+    return dict(json.loads(report.read_text(encoding="utf-8")))
+
+
+def _name(r: dict[str, Any]) -> str:
+    return " ".join(p for p in (r["check"], r["model"], r["mode"], r["subject"]) if p)
+
+
+def write_junit(report: Path, out: Path) -> int:
+    """One testsuite per cell, one testcase per result; returns the testcase count.
+
+    An unexpected outcome is a failure; an expected fail / error passes with its reason in
+    system-out; a skip is skipped.
+    """
+    doc = _load(report)
+    root = ET.Element("testsuites", name="mlxcompat")
+    suites: dict[str, ET.Element] = {}
+    count = 0
+    for r in doc["results"]:
+        suite = suites.get(r["cell"])
+        if suite is None:
+            suite = suites[r["cell"]] = ET.SubElement(root, "testsuite", name=r["cell"])
+        case = ET.SubElement(suite, "testcase", classname=r["cell"], name=_name(r),
+                             time=f"{float(r.get('seconds') or 0):.3f}")
+        count += 1
+        if r["outcome"] == "unexpected":
+            failure = ET.SubElement(case, "failure", message=r.get("why", "")[:500])
+            failure.text = r["detail"]
+        elif r["verdict"] == "skip":
+            ET.SubElement(case, "skipped", message=r["detail"][:500])
+        elif r["verdict"] in ("fail", "error"):
+            ET.SubElement(case, "system-out").text = (
+                f"expected {r['verdict']}: {r.get('reason', '')} {r.get('link', '')}\n"
+                f"{r['detail']}")
+    for problem in [*doc.get("problems", []), *doc.get("missing", [])]:
+        if "inputs" not in suites:
+            suites["inputs"] = ET.SubElement(root, "testsuite", name="inputs")
+        case = ET.SubElement(suites["inputs"], "testcase", classname="inputs", name=problem[:120])
+        ET.SubElement(case, "failure", message=problem[:500])
+        count += 1
+    for suite in suites.values():
+        cases = suite.findall("testcase")
+        suite.set("tests", str(len(cases)))
+        suite.set("failures", str(sum(1 for c in cases if c.find("failure") is not None)))
+        suite.set("skipped", str(sum(1 for c in cases if c.find("skipped") is not None)))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    ET.ElementTree(root).write(out, encoding="utf-8", xml_declaration=True)
+    return count
+
+
+def _escape(text: str) -> str:
+    """GitHub's workflow-command escaping for messages."""
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def annotations(report: Path) -> list[str]:
+    doc = _load(report)
+    lines = [f"::error title=mlxcompat input::{_escape(p)}"
+             for p in [*doc.get("problems", []), *doc.get("missing", [])]]
+    for r in doc["results"]:
+        if r["outcome"] == "unexpected":
+            title = _escape(f"{r['cell']}: {_name(r)}")
+            lines.append(f"::error title={title}::{_escape(r['why'] + ' — ' + r['detail'][:300])}")
+    for c in doc.get("changes", {}).get("regressions", []):
+        lines.append(f"::error title=regression {_escape(c['cell'])}::"
+                     f"{_escape(_name(c) + ': ' + c['change'])}")
+    if len(lines) > MAX_ANNOTATIONS:
+        lines = [*lines[:MAX_ANNOTATIONS - 1],
+                 f"::error title=mlxcompat::{len(lines) - MAX_ANNOTATIONS + 1} more; see the "
+                 "report artifact"]
+    return lines
+
+
+def print_annotations(report: Path) -> None:
+    for line in annotations(report):
+        print(line)

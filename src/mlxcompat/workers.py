@@ -1,0 +1,308 @@
+"""Subject processes of a cell: start one, read what it prints and says at the turn gate, and
+the coordinator side of the gate (one timed round at a time, in rotating order)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from mlxcompat.matrix import SubjectSpec
+from mlxcompat.spec import SubjectRun
+
+if TYPE_CHECKING:
+    from mlxcompat.runner import RunOptions
+
+Events = queue.Queue[tuple[str, str, str]]
+SUITE_INI = Path(__file__).parent / "suite" / "pytest.ini"
+
+
+class ForkedProcess:
+    """A subject process forked by the fork server: the slice of Popen the runner uses."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.returncode: int | None = None
+        self._ended = threading.Event()
+
+    def ended(self, code: int) -> None:
+        self.returncode = code
+        self._ended.set()
+
+    def poll(self) -> int | None:
+        return self.returncode
+
+    def wait(self, timeout: float | None = 30) -> int:
+        if not self._ended.wait(timeout):
+            raise subprocess.TimeoutExpired("forked subject", timeout or 0)
+        return int(self.returncode if self.returncode is not None else -9)
+
+
+class ForkServer:
+    """The runner's side of `mlxcompat.forkserver` (one per cell)."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-m", "mlxcompat.forkserver"], env=env,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                     start_new_session=True)
+        self._lock = threading.Lock()
+        self._pids: queue.Queue[int] = queue.Queue()
+        self._children: dict[int, ForkedProcess] = {}
+        ready = json.loads(self.proc.stdout.readline() or "{}")  # type: ignore[union-attr]
+        if "ready" not in ready:
+            raise RuntimeError("the fork server did not start")
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:  # type: ignore[union-attr]
+            message = json.loads(line)
+            if "pid" in message:
+                self._pids.put(message["pid"])
+            elif "exit" in message:
+                child = self._children.get(message["exit"])
+                if child is not None:
+                    child.ended(message["code"])
+        for child in self._children.values():  # the server is gone: so are its children
+            if child.returncode is None:
+                child.ended(-9)
+
+    def fork(self, argv: list[str], env: dict[str, str], out: str) -> ForkedProcess:
+        with self._lock:
+            self.proc.stdin.write(json.dumps({"argv": argv, "env": env, "out": out}) + "\n")  # type: ignore[union-attr]
+            self.proc.stdin.flush()  # type: ignore[union-attr]
+            child = ForkedProcess(self._pids.get(timeout=60))
+            self._children[child.pid] = child
+            return child
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            self.proc.stdin.close()  # type: ignore[union-attr]
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            kill(self.proc)  # type: ignore[arg-type]
+
+
+@dataclass
+class Worker:
+    """One subject process and what the runner knows of it."""
+
+    name: str
+    proc: Any  # subprocess.Popen or ForkedProcess
+    part: Path
+    tail: deque[str]
+    to_worker: Any = None
+    waiting: str = ""
+    code: int | None = None
+    timed_out: bool = False
+    exited: bool = False
+    started: float = field(default_factory=time.monotonic)
+
+
+def subject_env(opts: RunOptions, subject: SubjectSpec | None) -> dict[str, str]:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1"}
+    # float32 means float32: MLX runs fp32 matmuls as TF32 on CUDA (and M5 Metal) unless
+    # told not to, which alone moves batched vs single by ~1e-3 (ml-explore/mlx#3860).
+    env.setdefault("MLX_ENABLE_TF32", "0")
+    if subject is not None and subject.requirements and opts.subject_dir is not None:
+        extra = str(opts.subject_dir / subject.name)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (extra, env.get("PYTHONPATH")) if p)
+    return env
+
+
+def bench_cpu() -> int | None:
+    """The one CPU every worker of a cell runs its timed rounds on (None off Linux)."""
+    if os.environ.get("MLXCOMPAT_BENCH_PIN", "1") == "0" or not hasattr(os, "sched_getaffinity"):
+        return None
+    return max(os.sched_getaffinity(0))
+
+
+def _spec(opts: RunOptions, subject: SubjectSpec, part: Path, probe: Path | None,
+          gate: list[int], host_probe: bool) -> SubjectRun:
+    status = (opts.install or {}).get("subjects", {}).get(subject.name, "ok")
+    return SubjectRun.with_registry(
+        opts.matrix.registry, cell=opts.cell, subject=subject.name, out=str(part),
+        entry_points=dict(subject.entry_points), models=list(opts.models),
+        checks=list(opts.checks or ("install", "import", *opts.matrix.checks)),
+        modes=list(opts.modes), tolerance=opts.tolerance, device=opts.device,
+        force_cpu=list(opts.force_cpu), bench=opts.bench, probe=str(probe) if probe else "",
+        host_probe=host_probe, installs=bool(subject.install),
+        install_error="" if status == "ok" else str(status), gate=gate, bench_cpu=bench_cpu())
+
+
+def _pump(stream: Any, worker: str, events: Events, kind: str) -> None:
+    for line in stream:
+        events.put((kind, worker, line.rstrip("\n")))
+    if kind == "out":
+        events.put(("eof", worker, ""))
+
+
+def _argv(opts: RunOptions, tmp: Path, spec_path: Path, part: Path) -> list[str]:
+    return ["--pyargs", "mlxcompat.suite", "-c", str(SUITE_INI), f"--rootdir={tmp}",
+            "-p", "mlxcompat.plugin", f"--mlxcompat-run={spec_path}", "-p", "no:cacheprovider",
+            "-q", "-s", "--no-header", "-rN", "--benchmark-disable-gc",
+            *([f"--benchmark-json={part.with_suffix('.bench.json')}"] if opts.bench else
+              ["--benchmark-disable"]), *opts.pytest_args]
+
+
+def start_worker(opts: RunOptions, subject: SubjectSpec, tmp: Path, probe: Path | None,
+                 events: Events, host_probe: bool = False,
+                 server: ForkServer | None = None) -> Worker:
+    """One long-lived pytest process for `subject` (forked warm by `server` when there is
+    one), with the turn-gate channels when the cell measures throughput."""
+    part = tmp / f"{subject.name}.json"
+    env = subject_env(opts, subject)
+    if server is not None:
+        worker = _forked(opts, subject, tmp, probe, events, host_probe, server, part, env)
+    else:
+        worker = _spawned(opts, subject, tmp, probe, events, host_probe, part, env)
+    print(f"[mlxcompat] {opts.cell} {subject.name}: starting", flush=True)
+    return worker
+
+
+def _spawned(opts: RunOptions, subject: SubjectSpec, tmp: Path, probe: Path | None,
+             events: Events, host_probe: bool, part: Path, env: dict[str, str]) -> Worker:
+    gate: list[int | str] = []
+    mine: tuple[int, int] | None = None
+    if opts.bench:
+        r2w_read, r2w_write = os.pipe()  # runner -> worker: "go"
+        w2r_read, w2r_write = os.pipe()  # worker -> runner: "want" / "done"
+        gate = [r2w_read, w2r_write]
+        mine = (r2w_write, w2r_read)
+    spec_path = _spec(opts, subject, part, probe, gate, host_probe).write(
+        tmp / f"{subject.name}.spec.json")
+    proc = subprocess.Popen([sys.executable, "-m", "pytest", *_argv(opts, tmp, spec_path, part)],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True, pass_fds=tuple(int(g) for g in gate))
+    worker = Worker(subject.name, proc, part, deque(maxlen=30))
+    threading.Thread(target=_pump, args=(proc.stdout, subject.name, events, "out"),
+                     daemon=True).start()
+    if mine is not None:
+        os.close(int(gate[0]))
+        os.close(int(gate[1]))
+        worker.to_worker = os.fdopen(mine[0], "w")
+        threading.Thread(target=_pump, args=(os.fdopen(mine[1]), subject.name, events, "gate"),
+                         daemon=True).start()
+    return worker
+
+
+def _forked(opts: RunOptions, subject: SubjectSpec, tmp: Path, probe: Path | None,
+            events: Events, host_probe: bool, server: ForkServer, part: Path,
+            env: dict[str, str]) -> Worker:
+    out = tmp / f"{subject.name}.out"
+    os.mkfifo(out)
+    gate: list[int | str] = []
+    if opts.bench:
+        gate = [str(tmp / f"{subject.name}.go"), str(tmp / f"{subject.name}.want")]
+        for path in gate:
+            os.mkfifo(str(path))
+    spec_path = _spec(opts, subject, part, probe, gate, host_probe).write(
+        tmp / f"{subject.name}.spec.json")
+    proc = server.fork(_argv(opts, tmp, spec_path, part), env, str(out))
+    worker = Worker(subject.name, proc, part, deque(maxlen=30))
+
+    def read_output() -> None:
+        with open(out, encoding="utf-8", errors="replace") as stream:
+            _pump(stream, subject.name, events, "out")
+
+    threading.Thread(target=read_output, daemon=True).start()
+    if gate:
+        def open_gate() -> None:  # the same order the worker opens them in
+            worker.to_worker = open(gate[0], "w")  # noqa: SIM115
+            with open(gate[1], encoding="utf-8") as stream:
+                _pump(stream, subject.name, events, "gate")
+
+        threading.Thread(target=open_gate, daemon=True).start()
+    return worker
+
+
+def start_probe(opts: RunOptions, out: Path, events: Events) -> Worker:
+    """The clean-process probe on its own (for a cell without a `none` subject)."""
+    cmd = [sys.executable, "-m", "mlxcompat.drivers.need", str(out), opts.device,
+           ",".join(opts.force_cpu)]
+    proc = subprocess.Popen(cmd, env=subject_env(opts, None), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    worker = Worker("(probe)", proc, out, deque(maxlen=30))
+    threading.Thread(target=_pump, args=(proc.stdout, worker.name, events, "out"),
+                     daemon=True).start()
+    return worker
+
+
+def kill(proc: Any) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=30)
+
+
+class Turns:
+    """The coordinator side of the gate: one turn at a time, in rotating order."""
+
+    def __init__(self) -> None:
+        self.cycle: list[Worker] = []
+        self.current: Worker | None = None
+        self.turn = 0
+
+    def grant(self, workers: list[Worker], others_running: bool) -> None:
+        if self.current is not None or others_running:
+            return
+        live = [w for w in workers if not w.exited]
+        if not self.cycle:
+            if not live or any(not w.waiting for w in live):
+                return
+            k = self.turn % len(live)
+            self.cycle = live[k:] + live[:k]
+            self.turn += 1
+        worker = self.cycle.pop(0)
+        if worker.exited or not worker.waiting:
+            return
+        worker.waiting = ""
+        self.current = worker
+        worker.to_worker.write("go\n")
+        worker.to_worker.flush()
+
+    def done(self, worker: Worker) -> None:
+        if self.current is worker:
+            self.current = None
+
+    def gone(self, worker: Worker) -> None:
+        self.cycle = [w for w in self.cycle if w is not worker]
+        self.done(worker)
+
+
+def handle(cell: str, event: tuple[str, str, str], workers: dict[str, Worker],
+           turns: Turns) -> None:
+    kind, name, line = event
+    worker = workers.get(name)
+    if worker is None:
+        return
+    if kind == "out":
+        if line.startswith("[mlxcompat]"):
+            print(line, flush=True)
+        elif line.strip():
+            worker.tail.append(line.strip())
+    elif kind == "gate":
+        verb, _, label = line.partition(" ")
+        if verb == "want":
+            worker.waiting = label or "?"
+        elif verb == "done":
+            turns.done(worker)
+    elif kind == "eof":
+        worker.code = worker.proc.wait()
+        worker.exited = True
+        worker.waiting = ""
+        turns.gone(worker)
+        if name != "(probe)":
+            took = time.monotonic() - worker.started
+            print(f"[mlxcompat] {cell} {name}: done in {took:.1f}s (exit {worker.code})",
+                  flush=True)

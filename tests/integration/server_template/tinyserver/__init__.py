@@ -1,0 +1,1 @@
+"""A tiny stand-in for an MLX server that carries its own patch modules."""
