@@ -47,7 +47,6 @@ def make_history_cache(model: Any, history: Sequence[int]) -> list[Any]:
     return cache
 
 
-_SINGLES: dict[tuple[int, tuple[int, ...]], RowOutput] = {}
 SINGLE_TOKENS = 9  # the most any parity row asks for: one run serves every shorter request
 
 
@@ -55,17 +54,19 @@ def run_single(model: Any, row: Row) -> RowOutput:
     """The oracle: the prompt (history + tail) alone through `generate_step`, greedy.
 
     Greedy decoding of one prompt is deterministic, so the first n tokens of a longer run are
-    the n-token run: each prompt is decoded once per process and model, and sliced.
+    the n-token run: each prompt is decoded once per model, and sliced. The decodes live on the
+    model object itself, never in a table keyed by id(): CPython reuses a freed model's id for
+    the next one, and a stale oracle from another model is a wrong verdict.
     """
-    tokens = list(row.history or []) + list(row.prompt)
-    key = (id(model), tuple(tokens))
-    cached = _SINGLES.get(key)
+    tokens = tuple(list(row.history or []) + list(row.prompt))
+    singles: dict[tuple[int, ...], RowOutput] = model.__dict__.setdefault(
+        "_mlxcompat_singles", {})
+    cached = singles.get(tokens)
     if cached is None or len(cached.tokens) < row.max_tokens:
-        cached = _decode_alone(model, tokens, max(row.max_tokens, SINGLE_TOKENS))
-        _SINGLES[key] = cached
-    out = RowOutput(list(cached.tokens[:row.max_tokens]),
-                    list(cached.logprobs[:row.max_tokens]), "length")
-    return out
+        cached = _decode_alone(model, list(tokens), max(row.max_tokens, SINGLE_TOKENS))
+        singles[tokens] = cached
+    return RowOutput(list(cached.tokens[:row.max_tokens]),
+                     list(cached.logprobs[:row.max_tokens]), "length")
 
 
 def _decode_alone(model: Any, tokens: list[int], max_tokens: int) -> RowOutput:
