@@ -72,17 +72,29 @@ def newest(package: str) -> str:
 def wheel_for(package: str, version: str, cache: Path) -> Path:
     """The pure-Python wheel of `package==version` in `cache`, downloaded there once."""
     stem = package.replace("-", "_")
-    found = sorted(cache.glob(f"{stem}-{version}-*.whl"))
+    return _fetch(package, version, cache, f"{stem}-{version}-*.whl", "-none-any.whl",
+                  "pure-Python wheel")
+
+
+def sdist_for(package: str, version: str, cache: Path) -> Path:
+    """The source distribution of `package==version` in `cache` (upstream's tests are in it)."""
+    stem = package.replace("-", "_")
+    return _fetch(package, version, cache, f"{stem}-{version}.tar.gz", ".tar.gz", "sdist")
+
+
+def _fetch(package: str, version: str, cache: Path, pattern: str, suffix: str,
+           what: str) -> Path:
+    found = sorted(cache.glob(pattern))
     if found:
         return found[0]
     wanted = Version(version)
-    candidates = [f for f in simple_index(package) if f["filename"].endswith("-none-any.whl")
+    candidates = [f for f in simple_index(package) if f["filename"].endswith(suffix)
                   and _version_of(f["filename"]) == wanted]
     if not candidates:
-        raise RuntimeError(f"no pure-Python wheel of {package}=={version} on the index")
+        raise RuntimeError(f"no {what} of {package}=={version} on the index")
     cache.mkdir(parents=True, exist_ok=True)
     target = cache / candidates[0]["filename"]
-    partial = target.with_suffix(".part")
+    partial = target.with_name(target.name + ".part")
     with urllib.request.urlopen(candidates[0]["url"], timeout=120) as response, \
             partial.open("wb") as fh:
         shutil.copyfileobj(response, fh)

@@ -56,13 +56,33 @@ def _read(path: Path) -> tuple[dict[str, Any] | None, str | None]:
     return (None, problem) if problem else (doc, None)
 
 
-def load_cells(raw: Path, matrix: Any = None, tag: str = "") -> LoadedCells:
+def _add_upstream(doc: dict[str, Any], raw: Path, stem: str) -> list[str]:
+    """Rows of `nox -t upstream` (`<cell>.upstream.<subject>.json`) join their cell's results."""
+    problems = []
+    for path in sorted(raw.glob(f"{stem}.upstream.*.json")):
+        try:
+            extra = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            problems.append(f"{path.name}: unreadable ({type(exc).__name__}: {exc})")
+            continue
+        if (not isinstance(extra, dict) or extra.get("schema") != SCHEMA
+                or extra.get("cell") != doc["cell"] or not isinstance(extra.get("results"), list)
+                or not extra["results"]):
+            problems.append(f"{path.name}: not an upstream-suite record of {doc['cell']}")
+            continue
+        doc["results"] = [*doc["results"], *extra["results"]]
+    return problems
+
+
+def load_cells(raw: Path, matrix: Any = None, tag: str = "",
+               only: tuple[str, ...] = ()) -> LoadedCells:
     """Every `<cell>[@<label>].json` under `raw`, checked against the matrix's cells."""
     loaded = LoadedCells()
     if not raw.is_dir():
         loaded.problems.append(f"{raw}: no such folder; run `nox -s matrix` first")
         return loaded
-    files = sorted(p for p in raw.glob("*.json") if not p.name.endswith(".bench.json"))
+    files = sorted(p for p in raw.glob("*.json")
+                   if not p.name.endswith(".bench.json") and ".upstream." not in p.name)
     if not files:
         loaded.problems.append(f"{raw}: no cell JSON files; run `nox -s matrix` first")
     known = {c.id for c in matrix.cells} if matrix is not None else None
@@ -80,11 +100,12 @@ def load_cells(raw: Path, matrix: Any = None, tag: str = "") -> LoadedCells:
             broken.add(path.stem)
             continue
         present[label].add(cell)
+        loaded.problems += _add_upstream(doc, raw, path.stem)  # type: ignore[arg-type]
         loaded.cells.append(doc)  # type: ignore[arg-type]
     loaded.labels = sorted(present)
     if matrix is not None:
         for label in loaded.labels:
-            for cell in matrix.cells_for(label, tag):
+            for cell in matrix.cells_for(label, tag, only):
                 name = f"{cell.id}@{label}" if label else cell.id
                 if cell.id not in present[label] and name not in broken:
                     loaded.missing.append(f"{name}: no result (the matrix lists this cell)")

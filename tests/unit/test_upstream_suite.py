@@ -1,0 +1,62 @@
+"""The upstream-suite check: JUnit outcomes, the comparison of the two runs, and the report
+taking its rows into the cell they belong to."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from mlxcompat.report.load import load_cells
+from mlxcompat.upstream_suite import compare, outcomes
+
+JUNIT = """<?xml version="1.0"?><testsuites><testsuite name="pytest">
+<testcase classname="test_generate.TestGenerate" name="test_generate"/>
+<testcase classname="test_generate.TestGenerate" name="test_batch"><failure message="x"/></testcase>
+<testcase classname="test_prompt_cache.TestPromptCache" name="test_trim"><skipped/></testcase>
+<testcase classname="test_prompt_cache.TestPromptCache" name="test_load"><error/></testcase>
+</testsuite></testsuites>"""
+
+
+def test_junit_outcomes_are_read_per_test(tmp_path: Path) -> None:
+    (tmp_path / "r.xml").write_text(JUNIT)
+    assert outcomes(tmp_path / "r.xml") == {
+        "TestGenerate::test_generate": "passed", "TestGenerate::test_batch": "failed",
+        "TestPromptCache::test_trim": "skipped", "TestPromptCache::test_load": "error"}
+
+
+def test_a_changed_outcome_fails_and_the_summary_counts_what_ran() -> None:
+    before = {"a": "passed", "b": "failed", "c": "skipped", "d": "passed"}
+    after = {"a": "failed", "b": "failed", "c": "skipped"}
+    rows = compare("s", before, after)
+    changed = {r.mode: r.detail for r in rows[:-1]}
+    assert changed == {"a": "passed without the patches, failed with them",
+                       "d": "passed without the patches, absent with them"}
+    summary = rows[-1]
+    assert summary.verdict == "fail" and summary.mode == "(all)"
+    assert summary.detail.startswith("3 of 4 upstream tests ran (1 skipped); 2 outcome(s)")
+    assert summary.metrics["fail_either_way"] == ["b"]
+
+
+def test_no_change_is_one_passing_row() -> None:
+    rows = compare("s", {"a": "passed"}, {"a": "passed"})
+    assert [(r.verdict, r.mode) for r in rows] == [("pass", "(all)")]
+
+
+def _cell(raw: Path, name: str) -> None:
+    doc = {"schema": 2, "cell": name, "complete": True, "results": [], "patches": [],
+           "bench": [], "subjects": {}, "install": {"status": "ok"}}
+    (raw / f"{name}.json").write_text(json.dumps(doc))
+
+
+def test_upstream_rows_join_their_cell_and_a_bad_file_is_a_problem(tmp_path: Path) -> None:
+    _cell(tmp_path, "c1")
+    _cell(tmp_path, "c2")
+    row = {"check": "upstream-suite", "verdict": "pass", "mode": "(all)", "subject": "s"}
+    (tmp_path / "c1.upstream.s.json").write_text(
+        json.dumps({"schema": 2, "cell": "c1", "results": [row]}))
+    (tmp_path / "c2.upstream.s.json").write_text(
+        json.dumps({"schema": 2, "cell": "c1", "results": [row]}))
+    loaded = load_cells(tmp_path)
+    by_cell = {c["cell"]: c["results"] for c in loaded.cells}
+    assert by_cell == {"c1": [row], "c2": []}
+    assert loaded.problems == ["c2.upstream.s.json: not an upstream-suite record of c2"]
