@@ -74,8 +74,11 @@ def summarise(values: Sequence[float]) -> dict[str, Any]:
     mean = float(data.mean())
     sd = float(data.std(ddof=1)) if data.size > 1 else 0.0
     lo, hi = median_interval(data)
-    return {"median": float(np.median(data)), "ci95": [lo, hi], "mean": mean, "stddev": sd,
-            "cv": sd / mean if mean else 0.0, "rounds": int(data.size),
+    median = float(np.median(data))
+    mad = float(np.median(np.abs(data - median)))
+    return {"median": median, "ci95": [lo, hi], "mean": mean, "stddev": sd,
+            "cv": sd / mean if mean else 0.0,
+            "robust_cv": 1.4826 * mad / median if median else 0.0, "rounds": int(data.size),
             "values": [round(float(v), 3) for v in data]}
 
 
@@ -124,7 +127,7 @@ def bench_row(model: str, subject: str, batch: int, profile: Profile, decode: li
         if decode else None
     return {
         "model": model, "subject": subject, "batch": batch, "backend": backend,
-        "profile": profile.name, "prompt_tokens": profile.prompt_tokens,
+        "profile": profile.name, "gate": profile.gate, "prompt_tokens": profile.prompt_tokens,
         "gen_tokens": profile.gen_tokens, "gen_tok_s": gen,
         "prefill_tok_s": summarise(prefill), "sequential_tok_s": None, "speedup": None,
         "peak_memory_mb": peak_mb, "first_round_ratio": first_last,

@@ -43,6 +43,32 @@ def _backend_and_device() -> tuple[str, str]:
     return backend, name or platform.machine()
 
 
+def _cpu_model() -> str:
+    """The CPU's marketing name (Linux /proc/cpuinfo, macOS sysctl), else platform's guess."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    if sys.platform == "darwin":
+        import subprocess
+
+        out = subprocess.run(["sysctl", "-n", "machdep.cpu.brand_string"], capture_output=True,
+                             text=True, check=False).stdout.strip()
+        if out:
+            return out
+    return platform.processor() or platform.machine()
+
+
+def fingerprint(backend: str, device: str) -> dict[str, Any]:
+    """What makes throughput comparable: only a baseline with the same one gates a run."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return {"os": sys.platform, "arch": platform.machine(), "cpu": _cpu_model(),
+            "cores": cores, "backend": backend, "device": device}
+
+
 def describe_environment() -> dict[str, Any]:
     """The `env` section of the cell JSON."""
     env: dict[str, Any] = {
@@ -55,6 +81,7 @@ def describe_environment() -> dict[str, Any]:
         env["backend"], env["device_name"] = _backend_and_device()
     except ImportError as exc:
         env["backend"], env["device_name"] = "unavailable", f"mlx not importable: {exc}"
+    env["fingerprint"] = fingerprint(env["backend"], env["device_name"])
     try:
         from mlxcompat.drivers.capabilities import probe_lm
 

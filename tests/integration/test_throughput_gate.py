@@ -1,0 +1,60 @@
+"""The throughput gate on one machine: a baseline accepted from a run, then the same cell with a
+subject that sleeps 1 ms in each decode step (exact output, only slower). The gating profile
+must flag that subject and nothing else; rerun without the sleep, nothing is flagged. Needs
+nox, uv and PyPI (as `.ci/run` provides)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+CONTROLS = ROOT / "tests" / "negative_controls"
+
+MATRIX = {
+    "schema": 2,
+    "settings": {"timeout_s": 600, "bench": {
+        "default": "gate", "models": ["llama"],
+        "profiles": {"gate": {"batches": [8], "rounds": 9, "warmup": 1, "prompt_tokens": 16,
+                              "gen_tokens": 16, "gate": True}}}},
+    "backends": {"cpu": {"device": "cpu", "requirement": {"linux": "mlx[cpu]=={v}",
+                                                          "darwin": "mlx=={v}"}}},
+    "roles": {"slow": {"targets": ["mlx_lm.generate"], "checks": ["parity"]}},
+    "subjects": {"none": {}, "slowpoke": {
+        "install": [str(CONTROLS)],
+        "entry_points": {"slow": "negative_controls.slow_decode:apply"}}},
+    "checks": ["parity"],
+    "cells": [{"mlx-lm": "0.32.2", "mlx": "0.32.2", "models": ["llama"]}],
+}
+
+
+def _nox(tmp: Path, slow: str, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "MLXCOMPAT_MATRIX": str(tmp / "matrix.yaml"),
+           "MLXCOMPAT_RAW": str(tmp / "reports" / "raw"), "HF_HUB_OFFLINE": "1",
+           "MLXCOMPAT_SLOW_DECODE_S": slow}
+    return subprocess.run(["nox", "-f", str(ROOT / "noxfile.py"), "--envdir", str(tmp / "nox"),
+                           "-s", "matrix", "report", *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=900, check=False)
+
+
+@pytest.mark.skipif(shutil.which("nox") is None or shutil.which("uv") is None,
+                    reason="nox and uv are not on PATH")
+def test_a_real_slowdown_is_flagged_and_noise_is_not(tmp_path: Path) -> None:
+    (tmp_path / "matrix.yaml").write_text(json.dumps(MATRIX))
+    accepted = _nox(tmp_path, "0", "--", "--accept")
+    assert accepted.returncode == 0, (accepted.stdout + accepted.stderr)[-3000:]
+    assert (tmp_path / "reports" / "baseline.json").exists()
+
+    slow = _nox(tmp_path, "0.001")
+    out = slow.stdout + slow.stderr
+    assert slow.returncode == 1, out[-3000:]
+    flagged = [line for line in out.splitlines() if line.startswith("regression: throughput:")]
+    assert flagged and all("slowpoke" in line for line in flagged), out[-3000:]
+
+    again = _nox(tmp_path, "0")
+    assert again.returncode == 0, (again.stdout + again.stderr)[-3000:]
