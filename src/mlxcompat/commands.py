@@ -18,12 +18,13 @@ def cmd_report(args: argparse.Namespace, matrix: Matrix) -> int:
     from mlxcompat.report.load import load_cells
 
     paths = ReportPaths.under(args.raw, args.out)
-    for doc in load_cells(args.raw, matrix, args.tag).cells:
+    only = tuple(c for c in args.cells.split(",") if c)
+    for doc in load_cells(args.raw, matrix, args.tag, only).cells:
         install = doc.get("install", {})
         took = f" {install['seconds']}s" if install.get("seconds") is not None else ""
         print(f"[mlxcompat] {summary_line(doc)} | install {install.get('status', '?')}{took}")
     code, line = build_report(paths, matrix, accept=args.accept, html=not args.no_html,
-                              tag=args.tag)
+                              tag=args.tag, only=only)
     if args.junit:
         from mlxcompat.report.ci import write_junit
 
@@ -117,6 +118,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     report.add_argument("--out", type=Path, default=None, help="default: the folder above --raw")
     report.add_argument("--accept", action="store_true", help="promote this report to baseline")
     report.add_argument("--tag", default="", help="the run covered only this tag's cells")
+    report.add_argument("--cells", default="", help="the run covered only these cells (a,b)")
     report.add_argument("--no-html", action="store_true", help="skip compat.html (no jinja2)")
     report.add_argument("--junit", type=Path, default=None, help="also a JUnit XML file")
     report.add_argument("--annotations", action="store_true",

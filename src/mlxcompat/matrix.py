@@ -140,11 +140,14 @@ class Matrix:
                         env: dict[str, Any] | None = None) -> Expectation | None:
         return first_covering(self.expectations, result, cell.split("@", 1)[0], packages, env)
 
-    def cells_for(self, label: str = "", tag: str = "") -> tuple[Cell, ...]:
-        """The cells a runner label must have: its declared subset, else every (tagged) cell."""
+    def cells_for(self, label: str = "", tag: str = "", only: tuple[str, ...] = ()
+                  ) -> tuple[Cell, ...]:
+        """The cells a runner label must have: its declared subset, else every (tagged) cell;
+        `only`: the run was asked for just these cells."""
         runner = self.runners.get(label)
         cells = [c for c in self.cells if runner is None or c.id in runner.cells]
-        return tuple(c for c in cells if not tag or tag == "all" or tag in c.tags)
+        return tuple(c for c in cells if (not tag or tag == "all" or tag in c.tags)
+                     and (not only or c.id in only))
 
     def source_dir(self) -> Path:
         """Relative paths in matrix.yaml are relative to its folder."""

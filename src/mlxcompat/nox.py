@@ -25,40 +25,28 @@ from typing import Any
 
 import nox
 
+from mlxcompat.installs import harness_requirement, install_key
 from mlxcompat.matrix import Cell, Matrix, load_matrix
 from mlxcompat.results import empty_cell, write_json_atomic
 
 RUN_ID = os.environ.setdefault("MLXCOMPAT_RUN_ID", uuid.uuid4().hex[:12])
 REPORT_FLAGS = ("--accept", "--no-html", "--screenshot", "--annotations")
-REPORT_VALUES = ("--tag", "--junit")
+REPORT_VALUES = ("--tag", "--junit", "--cells")
 
 
-def harness_requirement() -> list[str]:
-    """How a cell's venv installs mlxcompat: the same code this noxfile is running.
-
-    A source checkout (this repository, or a clone) installs editable; an installed
-    distribution is installed the way it was (PEP 610: a wheel file, a VCS URL, a version).
-    """
-    override = os.environ.get("MLXCOMPAT_HARNESS")
-    if override:
-        return override.split()
-    tree = Path(__file__).resolve().parents[2]
-    if (tree / "pyproject.toml").exists() and Path(__file__).resolve().parent.parent.name == "src":
-        return ["-e", str(tree)]
-    from importlib import metadata
-
-    dist = metadata.distribution("mlxcompat")
-    direct = dist.read_text("direct_url.json")
-    if not direct:
-        return [f"mlxcompat=={dist.version}"]
-    info = json.loads(direct)
-    url = info.get("url", "")
-    if info.get("dir_info", {}).get("editable"):
-        return ["-e", url.removeprefix("file://")]
-    if "vcs_info" in info:
-        vcs = info["vcs_info"]
-        return [f"mlxcompat @ {vcs['vcs']}+{url}@{vcs.get('commit_id', '')}"]
-    return [url.removeprefix("file://")]
+def split_posargs(posargs: list[str]) -> tuple[list[str], list[str]]:
+    """`nox -s matrix report -- ARGS`: (what `mlxcompat run` gets, what the report gets);
+    report options take their value as `--tag=X` or `--tag X`."""
+    run, report = [], []
+    args = iter(posargs)
+    for arg in args:
+        if arg in REPORT_FLAGS or arg.startswith(tuple(f"{v}=" for v in REPORT_VALUES)):
+            report.append(arg)
+        elif arg in REPORT_VALUES:
+            report += [arg, next(args, "")]
+        else:
+            run.append(arg)
+    return run, report
 
 
 def _install(session: nox.Session, log: Path, *args: str) -> None:
@@ -82,6 +70,7 @@ class Sessions:
         self.label = os.environ.get("MLXCOMPAT_LABEL", "")
         self.backend = os.environ.get("MLXCOMPAT_BACKEND", self.matrix.settings["backend"])
         self.python = python or self.matrix.settings["python"]
+        self.ran: list[str] = []  # the cells this nox invocation ran (the report needs them)
 
     def cell_requirements(self, cell: Cell) -> tuple[list[str], dict[str, str]]:
         """pip requirements of a cell, resolving a `latest` / as-installed cell first."""
@@ -96,33 +85,57 @@ class Sessions:
 
     def install_cell(self, session: nox.Session, cell: Cell, log: Path) -> dict[str, Any]:
         """Install the harness, the cell's pins, and each subject (requirements into a folder
-        of their own, --no-deps; local paths editable, --no-deps)."""
+        of their own, --no-deps; local paths editable, --no-deps).
+
+        A reused venv whose install commands (and the pyproject.toml of everything installed
+        editable) are unchanged since its last complete install is not installed again.
+        """
         start = time.perf_counter()
         record: dict[str, Any] = {"status": "ok", "subjects": {}, "backend": self.backend,
                                   "harness": harness_requirement()}
+        venv = Path(session.virtualenv.location)
         try:
             record["requirements"], record["resolved"] = self.cell_requirements(cell)
-            _install(session, log, *record["harness"], *record["requirements"])
-        except Exception as exc:  # resolution or install
-            record["status"] = "failed"
-            record["error"] = str(exc)
-        root = Path(session.virtualenv.location) / "subjects"
-        for name in cell.subjects if record["status"] == "ok" else ():
+        except Exception as exc:  # resolution
+            record.update(status="failed", error=str(exc), seconds=0.0, log_tail=str(exc))
+            return record
+        plan: list[tuple[str, list[str]]] = [("", [*record["harness"], *record["requirements"]])]
+        for name in cell.subjects:
             spec = self.matrix.subjects[name]
+            if spec.requirements:
+                plan.append((name, ["--no-deps", "--target", str(venv / "subjects" / name),
+                                    *spec.requirements]))
+            for path in spec.paths:
+                target = (self.matrix.source_dir() / path).expanduser().resolve()
+                plan.append((name, ["--no-deps", "-e", str(target)]))
+        key = install_key(plan, str(session.python))
+        marker = venv / "mlxcompat-install.json"
+        done = json.loads(marker.read_text()) if marker.exists() else {}
+        if done.get("key") == key:
+            record.update(subjects=done["subjects"], seconds=0.0, reused=True,
+                          log_tail="install inputs unchanged since the last install: skipped")
+            return record
+        marker.unlink(missing_ok=True)
+        for name, args in plan:
+            if record["status"] != "ok":
+                break
             try:
-                if spec.requirements:
-                    _install(session, log, "--no-deps", "--reinstall", "--target",
-                             str(root / name), *spec.requirements)
-                for path in spec.paths:
-                    target = (self.matrix.source_dir() / path).expanduser().resolve()
-                    _install(session, log, "--no-deps", "-e", str(target))
-                if spec.install:
+                _install(session, log, *args)
+                if name:
                     record["subjects"][name] = "ok"
-            except nox.command.CommandFailed as exc:
-                record["subjects"][name] = f"failed: {exc}"
+            except Exception as exc:  # nox.command.CommandFailed, or the installer missing
+                tail = [ln.strip() for ln in log.read_text(errors="replace").splitlines()
+                        if ln.strip()][-3:] if log.exists() else []
+                why = f"{exc}: {' | '.join(tail)}" if tail else str(exc)
+                if not name:
+                    record.update(status="failed", error=why)
+                else:
+                    record["subjects"][name] = f"failed: {why}"
         record["seconds"] = round(time.perf_counter() - start, 2)
         lines = log.read_text(errors="replace").splitlines() if log.exists() else []
         record["log_tail"] = "\n".join(lines[-25:])
+        if record["status"] == "ok" and all(v == "ok" for v in record["subjects"].values()):
+            marker.write_text(json.dumps({"key": key, "subjects": record["subjects"]}))
         return record
 
     def run_matrix(self, session: nox.Session, cell_id: str) -> None:
@@ -130,10 +143,10 @@ class Sessions:
             session.notify("probe")
             session.notify("report")
         cell = self.matrix.cell(cell_id)
+        self.ran.append(cell_id)
         name = f"{cell_id}@{self.label}" if self.label else cell_id
         out = self.raw / f"{name}.json"
-        posargs = [a for a in session.posargs if a not in REPORT_FLAGS
-                   and not a.startswith(REPORT_VALUES)]
+        posargs = split_posargs(session.posargs)[0]
         if "--reuse" in posargs and self.reusable(cell, out, posargs):
             print(f"[mlxcompat] {name}: reused (inputs unchanged since run "
                   f"{json.loads(out.read_text()).get('run_id')})")
@@ -157,6 +170,26 @@ class Sessions:
                     "--out", str(out), "--install-json", str(venv / "install.json"),
                     "--subject-dir", str(venv / "subjects"), "--backend", self.backend,
                     "--run-id", RUN_ID, *posargs, env={"HF_HUB_OFFLINE": "1"})
+
+    def run_upstream(self, session: nox.Session, cell_id: str) -> None:
+        args = list(session.posargs)
+        name = args[args.index("--subject") + 1] if "--subject" in args else "mlxcompat"
+        subject = self.matrix.subjects.get(name)
+        if subject is None:
+            session.error(f"no subject {name!r} in {self.matrix_file.name}")
+        cell = self.matrix.cell(cell_id)
+        venv = Path(session.virtualenv.location)
+        log = venv / "install.log"
+        log.write_text("")
+        install = self.install_cell(session, cell, log)
+        if install["status"] != "ok" or install["subjects"].get(name, "ok") != "ok":
+            session.error(f"{cell_id}: install failed:\n{install.get('log_tail', '')}")
+        session.run("python", "-m", "mlxcompat.upstream_suite", "--cell", cell_id,
+                    "--subject", name, "--entry-points", json.dumps(subject.entry_points),
+                    "--subject-path", str(venv / "subjects" / name),
+                    "--cache", str(Path(".nox", "sdists").resolve()),
+                    "--out", str(self.raw / f"{cell_id}.upstream.{name}.json"),
+                    env={"HF_HUB_OFFLINE": "1"})
 
     def inputs(self, cell: Cell, posargs: list[str], install: dict[str, Any] | None
                ) -> dict[str, Any]:
@@ -216,9 +249,19 @@ def sessions(matrix: str | Path = "matrix.yaml", raw: str | Path = "reports/raw"
         """compat.{json,md,html} from reports/raw, against the baseline; fails closed."""
         session.install(*harness_requirement())
         session.install("jinja2>=3", "matplotlib>=3.8")
-        own = [a for a in session.posargs if a in REPORT_FLAGS or a.startswith(REPORT_VALUES)]
+        own = split_posargs(session.posargs)[1]
+        if s.ran and len(set(s.ran)) < len(s.matrix.cells):  # e.g. `nox -t quick`
+            own.append(f"--cells={','.join(s.ran)}")
         session.run("mlxcompat", "--matrix", str(s.matrix_file), "report", "--raw", str(s.raw),
                     *own)
+
+    @nox.session(python=s.python, default=False, tags=["upstream"])
+    @nox.parametrize("cell", [nox.param(c.id, id=c.id) for c in s.matrix.cells
+                              if "mlx-vlm" not in c.pins])
+    def upstream(session: nox.Session, cell: str) -> None:
+        """mlx-lm's own tests from the cell's sdist, without and with a subject's patches
+        (`-- --subject NAME`, default mlxcompat): every changed outcome is a fail."""
+        s.run_upstream(session, cell)
 
     @nox.session(python=s.python, default=False, tags=["maintenance"])
     def releases(session: nox.Session) -> None:

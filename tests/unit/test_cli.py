@@ -28,3 +28,12 @@ def test_list_names_cells_subjects_models_and_roles(capsys):
     assert main(["--matrix", MATRIX, "list"]) == 0
     out = capsys.readouterr().out
     assert "mlx-lm-0.32.2" in out and "roles:    mamba, mamba-legacy, glm4v" in out
+
+
+def test_posargs_split_between_the_cells_and_the_report() -> None:
+    from mlxcompat.nox import split_posargs
+
+    run, report = split_posargs(["--reuse", "--tag", "quick", "-j", "1", "--accept",
+                                 "--junit=out.xml", "--bench=off"])
+    assert run == ["--reuse", "-j", "1", "--bench=off"]
+    assert report == ["--tag", "quick", "--accept", "--junit=out.xml"]

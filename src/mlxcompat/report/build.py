@@ -35,9 +35,11 @@ class ReportPaths:
 
 
 def build_report(paths: ReportPaths, matrix: Matrix | None, accept: bool = False,
-                 html: bool = True, tag: str = "") -> tuple[int, str]:
-    """Write the report files; returns (exit code, the closing line)."""
-    loaded = load_cells(paths.raw, matrix, tag)
+                 html: bool = True, tag: str = "", only: tuple[str, ...] = ()
+                 ) -> tuple[int, str]:
+    """Write the report files; returns (exit code, the closing line). `tag` / `only`: the run
+    covered just that tag's cells / these cells, so only those must be present."""
+    loaded = load_cells(paths.raw, matrix, tag, only)
     baseline, problem = load_baseline(paths.baseline)
     if problem:
         loaded.problems.append(problem)
@@ -51,7 +53,8 @@ def build_report(paths: ReportPaths, matrix: Matrix | None, accept: bool = False
     report.update(problems=loaded.problems, missing=loaded.missing, strays=loaded.strays,
                   labels=loaded.labels, tag=tag or "all",
                   requires=_requires(paths.out / "probe.json"))
-    report["full_run"] = bool(matrix) and not tag and not loaded.missing and "" in loaded.labels
+    report["full_run"] = (bool(matrix) and not tag and not only and not loaded.missing
+                          and "" in loaded.labels)
     threshold = float(matrix.settings["throughput_threshold"]) if matrix else 0.2
     changes = diff(report, baseline, threshold)
     report["changes"] = changes

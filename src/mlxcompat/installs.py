@@ -1,0 +1,48 @@
+"""How a cell's venv gets mlxcompat itself, and when a reused venv needs no install at all."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+
+def harness_requirement() -> list[str]:
+    """How a cell's venv installs mlxcompat: the same code this noxfile is running.
+
+    A source checkout (this repository, or a clone) installs editable; an installed
+    distribution is installed the way it was (PEP 610: a wheel file, a VCS URL, a version).
+    """
+    override = os.environ.get("MLXCOMPAT_HARNESS")
+    if override:
+        return override.split()
+    tree = Path(__file__).resolve().parents[2]
+    if (tree / "pyproject.toml").exists() and Path(__file__).resolve().parent.parent.name == "src":
+        return ["-e", str(tree)]
+    from importlib import metadata
+
+    dist = metadata.distribution("mlxcompat")
+    direct = dist.read_text("direct_url.json")
+    if not direct:
+        return [f"mlxcompat=={dist.version}"]
+    info = json.loads(direct)
+    url = info.get("url", "")
+    if info.get("dir_info", {}).get("editable"):
+        return ["-e", url.removeprefix("file://")]
+    if "vcs_info" in info:
+        vcs = info["vcs_info"]
+        return [f"mlxcompat @ {vcs['vcs']}+{url}@{vcs.get('commit_id', '')}"]
+    return [url.removeprefix("file://")]
+
+
+def install_key(plan: list[tuple[str, list[str]]], python: str) -> str:
+    """What a venv's install depends on: the commands, and the metadata of editable trees."""
+    from mlxcompat.inputs import digest
+
+    meta = {}
+    for _, args in plan:
+        for i, arg in enumerate(args[:-1]):
+            if arg == "-e":
+                pyproject = Path(args[i + 1]) / "pyproject.toml"
+                meta[args[i + 1]] = pyproject.read_text() if pyproject.exists() else ""
+    return digest({"plan": plan, "editable": meta, "python": python})
