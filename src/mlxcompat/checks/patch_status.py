@@ -12,7 +12,8 @@ from mlxcompat.spec import SubjectRun
 
 
 def _not_run(check: str, role: str, run: SubjectRun) -> CheckResult:
-    why = run.install_error or "the entry point was never applied"
+    why = (f"subject did not install: {run.install_error}" if run.install_error
+           else "the entry point was never applied")
     return CheckResult(check, "error", role, "", run.subject, detail=f"not run: {why}")
 
 
