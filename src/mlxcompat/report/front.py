@@ -14,9 +14,11 @@ from typing import Any
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-SAFE, EXPECTED, UNSAFE, OUTSIDE, ABSENT = "safe", "expected", "unexpected", "outside", "absent"
-SYMBOL = {SAFE: "✅", EXPECTED: "⚠", UNSAFE: "❌", OUTSIDE: "∅", ABSENT: "·"}
+SAFE, EXPECTED, BROKEN, UNSAFE, OUTSIDE, ABSENT = (
+    "safe", "expected", "broken", "unexpected", "outside", "absent")
+SYMBOL = {SAFE: "✅", EXPECTED: "⚠", BROKEN: "🚫", UNSAFE: "❌", OUTSIDE: "∅", ABSENT: "·"}
 MEANING = {SAFE: "every check passes", EXPECTED: "only documented (expected) failures",
+           BROKEN: "the subject cannot run here (documented)",
            UNSAFE: "an unexpected outcome", OUTSIDE: "outside the subject's declared range",
            ABSENT: "not run here"}
 
@@ -117,11 +119,14 @@ def _runs(columns: list[Column], symbols: dict[str, str]) -> list[tuple[str, str
     return out
 
 
-def _problems(rows: list[dict[str, Any]], columns: list[Column],
-              notes: dict[int, int]) -> list[Problem]:
+def _problems(rows: list[dict[str, Any]], columns: list[Column], notes: dict[int, int],
+              symbols: dict[str, str]) -> list[Problem]:
+    """Checks that are not clean on a release inside the subject's declared range (outside
+    it, the details tables still have every row)."""
     by_what: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
     for r in rows:
-        by_what[_what(r)][r["cell"]] = r
+        if symbols.get(r["cell"]) != OUTSIDE:
+            by_what[_what(r)][r["cell"]] = r
     order = [c.cell for c in columns]
     found = []
     for what, cells in by_what.items():
@@ -145,8 +150,30 @@ def _problems(rows: list[dict[str, Any]], columns: list[Column],
             if r.get("expectation") is not None:
                 problem.notes.add(notes.setdefault(r["expectation"], len(notes) + 1))
         found.append(problem)
+    found = _grouped(found)
     found.sort(key=lambda p: (not p.unexpected, -len(p.releases), p.what))
     return found
+
+
+def _grouped(problems: list[Problem]) -> list[Problem]:
+    """Modes of one check and model with the same releases, history and notes become one
+    line: `parity mamba (fresh, leave, staggered)`."""
+    groups: dict[tuple[Any, ...], list[Problem]] = defaultdict(list)
+    for p in problems:
+        check_model = " ".join(p.what.split()[:2])
+        key = (check_model, tuple(p.releases), p.first_bad, p.fixed_in, p.unexpected,
+               tuple(sorted(p.notes)))
+        groups[key].append(p)
+    out = []
+    for (check_model, *_), members in groups.items():
+        if len(members) == 1:
+            out.append(members[0])
+            continue
+        modes = ", ".join(" ".join(m.what.split()[2:]) for m in members)
+        first = members[0]
+        out.append(Problem(f"{check_model} ({modes})", first.releases, first.first_bad,
+                           first.fixed_in, set(first.notes), first.unexpected))
+    return out
 
 
 def _changes(rows: list[dict[str, Any]], none_rows: dict[tuple[str, ...], str]
@@ -191,7 +218,8 @@ def front_pages(report: dict[str, Any], requires: dict[str, dict[str, str]]
             fixes, breaks = _changes(mine, none_rows) if subject != "none" else ({}, {})
             page.subjects.append(SubjectPage(subject, requires.get(subject, {}), symbols,
                                              _runs(columns, symbols),
-                                             _problems(mine, columns, notes), fixes, breaks))
+                                             _problems(mine, columns, notes, symbols),
+                                             fixes, breaks))
         pages.append(page)
     return pages, notes
 
@@ -203,6 +231,9 @@ def _symbol(rows: list[dict[str, Any]], requires: dict[str, str], cell: dict[str
         return UNSAFE
     if not in_range(requires, cell):
         return OUTSIDE
+    checks = [r for r in rows if r["check"] != "install"]
+    if checks and all(r["verdict"] == "error" for r in checks):
+        return BROKEN
     if any(r["verdict"] in ("fail", "error") for r in rows):
         return EXPECTED
     return SAFE

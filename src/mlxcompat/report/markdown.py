@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mlxcompat.report.front import MEANING, SYMBOL, Column, FrontPage, front_pages
+from mlxcompat.report.front import MEANING, SAFE, SYMBOL, Column, FrontPage, front_pages
 from mlxcompat.report.sections import detail_sections, requires_of
 
 LIMIT_BYTES = 1_000_000
@@ -60,7 +60,10 @@ def span(columns: list[Column], cells: list[str]) -> str:
         while j + 1 < len(columns) and picked[j + 1] and columns[j + 1].axis == columns[i].axis:
             j += 1
         first, last = columns[i], columns[j]
-        parts.append(first.release if i == j else f"{first.release}–{last.version}")
+        if first.axis == "resolved":  # named cells, never a range
+            parts += [c.release for c in columns[i:j + 1]]
+        else:
+            parts.append(first.release if i == j else f"{first.release}–{last.version}")
         i = j + 1
     return ", ".join(parts)
 
@@ -81,6 +84,9 @@ def _subject_lines(page: FrontPage, notes: dict[int, int]) -> list[str]:
             out += [f"Declares {cell_text(declared)}; cells outside that range are marked ∅.",
                     ""]
         out += [" · ".join(f"{SYMBOL[sym]} {span_}" for sym, span_ in s.runs), ""]
+        safe = [c.cell for c in page.columns if s.symbols[c.cell] == SAFE]
+        out += [f"**Safe** (every check passes): {cell_text(span(page.columns, safe))}." if safe
+                else "**Safe**: no release here passes every check.", ""]
         for p in s.problems[:MAX_PROBLEMS]:
             mark = "❌" if p.unexpected else "⚠"
             when = span(page.columns, p.releases)
