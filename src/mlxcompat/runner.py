@@ -12,7 +12,9 @@ recorded before is kept.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import queue
 import tempfile
 import time
@@ -29,6 +31,7 @@ from mlxcompat.workers import (
     ForkServer,
     Turns,
     Worker,
+    bench_cpu,
     handle,
     kill,
     start_probe,
@@ -73,6 +76,7 @@ def _loop(opts: RunOptions, tmp: Path, probe: Path | None, events: Events,
     """Start, coordinate and collect every subject process; False when time ran out."""
     deadline = time.monotonic() + opts.timeout_s
     turns = Turns()
+    timed_phase = False
     host = next((s for s in todo if s.name == "none"), None) if probe else None
     if probe is not None and host is None:
         workers["(probe)"] = start_probe(opts, probe, events)
@@ -84,6 +88,8 @@ def _loop(opts: RunOptions, tmp: Path, probe: Path | None, events: Events,
         if opts.bench:
             turns.grant([w for n, w in workers.items() if n != "(probe)"],
                         bool(todo) or _busy(workers, turns) > 0)
+            if turns.turn == 1 and not timed_phase:
+                timed_phase = _keep_off_the_bench_cpu()
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             return False
@@ -93,6 +99,20 @@ def _loop(opts: RunOptions, tmp: Path, probe: Path | None, events: Events,
             continue
         if probe is not None:
             _mark_probe_done(probe, workers.get("(probe)") or workers.get("none"))
+    return True
+
+
+def _keep_off_the_bench_cpu() -> bool:
+    """Once timed rounds begin, the runner (its reader threads included) moves to the other
+    CPUs, so it never preempts a round on the bench CPU."""
+    cpu = bench_cpu()
+    if cpu is None or not hasattr(os, "sched_getaffinity"):
+        return True
+    others = os.sched_getaffinity(0) - {cpu}
+    if others:
+        for task in Path("/proc/self/task").iterdir():
+            with contextlib.suppress(OSError, ValueError):
+                os.sched_setaffinity(int(task.name), others)
     return True
 
 
