@@ -40,6 +40,8 @@ def cmd_report(args: argparse.Namespace, matrix: Matrix) -> int:
             print("mlxcompat report: no Chromium found; compat.png not made", file=sys.stderr)
         else:
             screenshot(paths.out / "compat.html", paths.out / "compat.png")
+            screenshot(paths.out / "compat.html", paths.out / "compat-scrolled.png",
+                       at="matrix-parity")
     print(line)
     return code
 
@@ -124,7 +126,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     report.add_argument("--annotations", action="store_true",
                         help="print ::error lines for GitHub Actions")
     report.add_argument("--screenshot", action="store_true",
-                        help="also compat.png of the page (headless Chromium)")
+                        help="also compat.png (top) and compat-scrolled.png (tables), 1280 px")
     report.set_defaults(func=cmd_report)
     probe = sub.add_parser("probe", help="static API-drift table of every matrix release")
     probe.add_argument("--cache", type=Path, default=Path(".nox/wheels"), help="wheel cache")

@@ -53,3 +53,9 @@ def test_a_filter_in_the_address_hides_other_subjects_rows(page: Path) -> None:
 def test_screenshot_is_a_png(page: Path, tmp_path: Path) -> None:
     png = screenshot(page, tmp_path / "compat.png", height=900)
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_an_anchor_in_the_address_scrolls_the_page(page: Path, tmp_path: Path) -> None:
+    top = screenshot(page, tmp_path / "top.png", height=600).read_bytes()
+    scrolled = screenshot(page, tmp_path / "scrolled.png", height=600, at="matrix-parity")
+    assert scrolled.read_bytes() != top

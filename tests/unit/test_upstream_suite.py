@@ -44,19 +44,21 @@ def test_no_change_is_one_passing_row() -> None:
 
 def _cell(raw: Path, name: str) -> None:
     doc = {"schema": 2, "cell": name, "complete": True, "results": [], "patches": [],
-           "bench": [], "subjects": {}, "install": {"status": "ok"}}
+           "bench": [], "subjects": {}, "install": {"status": "ok"},
+           "env": {"packages": {"mlx-lm": "0.31.3"}}}
     (raw / f"{name}.json").write_text(json.dumps(doc))
 
 
-def test_upstream_rows_join_their_cell_and_a_bad_file_is_a_problem(tmp_path: Path) -> None:
-    _cell(tmp_path, "c1")
-    _cell(tmp_path, "c2")
+def test_upstream_rows_join_their_cell_and_a_bad_or_stale_file_is_a_problem(tmp_path: Path) -> None:
+    for name in ("c1", "c2", "c3"):
+        _cell(tmp_path, name)
     row = {"check": "upstream-suite", "verdict": "pass", "mode": "(all)", "subject": "s"}
-    (tmp_path / "c1.upstream.s.json").write_text(
-        json.dumps({"schema": 2, "cell": "c1", "results": [row]}))
-    (tmp_path / "c2.upstream.s.json").write_text(
-        json.dumps({"schema": 2, "cell": "c1", "results": [row]}))
+    for name, cell, version in (("c1", "c1", "0.31.3"), ("c2", "c1", "0.31.3"),
+                                ("c3", "c3", "0.31.2")):
+        (tmp_path / f"{name}.upstream.s.json").write_text(
+            json.dumps({"schema": 2, "cell": cell, "mlx_lm": version, "results": [row]}))
     loaded = load_cells(tmp_path)
     by_cell = {c["cell"]: c["results"] for c in loaded.cells}
-    assert by_cell == {"c1": [row], "c2": []}
-    assert loaded.problems == ["c2.upstream.s.json: not an upstream-suite record of c2"]
+    assert by_cell == {"c1": [row], "c2": [], "c3": []}
+    assert loaded.problems[0] == "c2.upstream.s.json: not an upstream-suite record of c2"
+    assert loaded.problems[1].startswith("c3.upstream.s.json: ran mlx-lm 0.31.2, the cell now")

@@ -36,8 +36,9 @@ def rendered_dom(page: Path, fragment: str = "") -> str:
     return _run(["--virtual-time-budget=3000", "--dump-dom", url])
 
 
-def screenshot(page: Path, png: Path, width: int = 1400, height: int = 1800) -> Path:
-    """A PNG of the top of the page as a reader first sees it."""
+def screenshot(page: Path, png: Path, width: int = 1280, height: int = 900, at: str = "") -> Path:
+    """A PNG of the page as a reader sees it, at the top or scrolled to the element `at`."""
+    url = page.resolve().as_uri() + (f"#at={at}" if at else "")
     _run([f"--screenshot={png.resolve()}", f"--window-size={width},{height}",
-          page.resolve().as_uri()])
+          "--virtual-time-budget=3000", url])
     return png

@@ -70,6 +70,11 @@ def _add_upstream(doc: dict[str, Any], raw: Path, stem: str) -> list[str]:
                 or not extra["results"]):
             problems.append(f"{path.name}: not an upstream-suite record of {doc['cell']}")
             continue
+        installed = (doc.get("env", {}).get("packages") or {}).get("mlx-lm")
+        if extra.get("mlx_lm") != installed:
+            problems.append(f"{path.name}: ran mlx-lm {extra.get('mlx_lm')}, the cell now has "
+                            f"{installed}; rerun `nox -s \"upstream({doc['cell']})\"`")
+            continue
         doc["results"] = [*doc["results"], *extra["results"]]
     return problems
 
