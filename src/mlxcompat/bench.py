@@ -34,10 +34,12 @@ class Profile:
     gen_tokens: int
     models: tuple[str, ...]
     gate: bool = False
+    dtypes: tuple[str, ...] = ("float32",)
 
     @classmethod
     def from_json(cls, raw: dict[str, Any]) -> Profile:
-        return cls(**{**raw, "batches": tuple(raw["batches"]), "models": tuple(raw["models"])})
+        return cls(**{**raw, "batches": tuple(raw["batches"]), "models": tuple(raw["models"]),
+                      "dtypes": tuple(raw.get("dtypes") or ("float32",))})
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -120,13 +122,14 @@ def unpaired_change(now: Sequence[float], then: Sequence[float]) -> dict[str, An
 
 
 def bench_row(model: str, subject: str, batch: int, profile: Profile, decode: list[float],
-              prefill: list[float], peak_mb: float | None, backend: str) -> dict[str, Any]:
+              prefill: list[float], peak_mb: float | None, backend: str,
+              dtype: str = "float32") -> dict[str, Any]:
     """One `bench` row of the cell JSON from measured rounds (tok/s per round)."""
     gen = summarise(decode)
     first_last = decode[0] / statistics.median(decode[-max(1, len(decode) // 3):]) \
         if decode else None
     return {
-        "model": model, "subject": subject, "batch": batch, "backend": backend,
+        "model": model, "subject": subject, "batch": batch, "backend": backend, "dtype": dtype,
         "profile": profile.name, "gate": profile.gate, "prompt_tokens": profile.prompt_tokens,
         "gen_tokens": profile.gen_tokens, "gen_tok_s": gen,
         "prefill_tok_s": summarise(prefill), "sequential_tok_s": None, "speedup": None,
@@ -137,10 +140,13 @@ def bench_row(model: str, subject: str, batch: int, profile: Profile, decode: li
 def add_overhead(rows: list[dict[str, Any]]) -> None:
     """Paired overhead of every patched subject against `none` on the same model and batch;
     speedup of every subject against `none`'s one-at-a-time throughput."""
-    base = {(r["model"], r["batch"], r.get("backend")): r for r in rows
+    def key(r: dict[str, Any]) -> tuple[Any, ...]:
+        return r["model"], r["batch"], r.get("backend"), r.get("dtype", "float32")
+
+    base = {key(r): r for r in rows
             if r["subject"] == "none" and (r.get("gen_tok_s") or {}).get("rounds")}
     for r in rows:
-        ref = base.get((r["model"], r["batch"], r.get("backend")))
+        ref = base.get(key(r))
         gen = r.get("gen_tok_s") or {}
         if ref is None or not gen.get("rounds"):
             continue

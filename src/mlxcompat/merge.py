@@ -116,9 +116,10 @@ def combine_benchmarks(per_subject: dict[str, dict[str, Any]]) -> dict[str, Any]
 
 def _merge_sequential(rows: list[dict[str, Any]]) -> None:
     """Fold `none`'s one-at-a-time rows into its throughput rows (the speedup's baseline)."""
-    seq = {(r["model"], r["batch"]): r for r in rows if r.get("kind") == "sequential"}
+    seq = {(r["model"], r["batch"], r.get("dtype", "float32")): r for r in rows
+           if r.get("kind") == "sequential"}
     for r in rows:
-        match = seq.get((r["model"], r["batch"]))
+        match = seq.get((r["model"], r["batch"], r.get("dtype", "float32")))
         if r.get("kind") is None and r["subject"] == "none" and match and "error" not in match:
             r["sequential_tok_s"] = match["sequential_tok_s"]["median"]
     rows[:] = [r for r in rows if r.get("kind") != "sequential" or "error" in r]

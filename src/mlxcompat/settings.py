@@ -10,9 +10,12 @@ from mlxcompat.validation import fail, mapping, names
 DEFAULTS: dict[str, Any] = {"python": "3.11", "timeout_s": 1200, "tolerance": 1e-4,
                             "throughput_threshold": 0.2, "bench": {}, "backend": "cpu",
                             "force_cpu_devices": []}
-PROFILE_KEYS = {"batches", "rounds", "warmup", "prompt_tokens", "gen_tokens", "gate", "models"}
+PROFILE_KEYS = {"batches", "rounds", "warmup", "prompt_tokens", "gen_tokens", "gate", "models",
+                "dtypes"}
+DTYPES = ("float32", "bfloat16", "float16")
 DEFAULT_PROFILE: dict[str, Any] = {"batches": [1, 4, 8, 16], "rounds": 5, "warmup": 2,
-                                   "prompt_tokens": 32, "gen_tokens": 64, "gate": False}
+                                   "prompt_tokens": 32, "gen_tokens": 64, "gate": False,
+                                   "dtypes": ["float32"]}
 DEFAULT_BENCH_MODELS = ["llama", "mamba2", "qwen3_next", "qwen3_5"]
 
 
@@ -20,6 +23,10 @@ def _profile(raw: Any, path: str) -> dict[str, Any]:
     profile = mapping(raw, path, PROFILE_KEYS)
     for key, value in profile.items():
         if key == "models":
+            continue
+        if key == "dtypes":  # throughput only: parity is float32 everywhere
+            if not isinstance(value, list) or not value or not set(value) <= set(DTYPES):
+                raise fail(f"{path}.dtypes", f"{value!r}; expected a list of {', '.join(DTYPES)}")
             continue
         if key == "gate":
             if not isinstance(value, bool):

@@ -70,3 +70,32 @@ def test_unpaired_change_for_the_baseline() -> None:
 def test_prompts_are_fixed_and_equal_length() -> None:
     a, b = bench_prompts(4, 16), bench_prompts(4, 16)
     assert a == b and {len(p) for p in a} == {16}
+
+
+def test_a_profile_with_dtypes_gives_one_throughput_case_per_dtype() -> None:
+    from mlxcompat.matrix import parse_matrix
+    from mlxcompat.spec import SubjectRun
+    from mlxcompat.suite.cases import cases_for
+
+    m = parse_matrix({"schema": 2, "settings": {"bench": {"default": "gpu", "profiles": {
+        "gpu": {"batches": [8], "dtypes": ["float32", "bfloat16"]}}}},
+        "backends": {"cpu": {"device": "cpu", "requirement": {"linux": "mlx[cpu]=={v}"}}},
+        "subjects": {"none": {}}, "cells": [{"mlx-lm": "0.32.2", "mlx": "0.32.2"}]})
+    profile = m.settings["bench"]["profiles"]["gpu"]
+    spec = SubjectRun.with_registry(m.registry, cell="c", subject="none", out="x",
+                                    models=["llama"],
+                                    bench={**profile, "name": "gpu", "models": ["llama"]})
+    ids = [c.id for c in cases_for("throughput", spec, m.registry)]
+    assert ids == ["llama-8", "llama-8-bfloat16"]
+    assert [c.id for c in cases_for("sequential", spec, m.registry)] == ids
+
+
+def test_an_unknown_dtype_is_refused() -> None:
+    from mlxcompat.matrix import parse_matrix
+    from mlxcompat.validation import MatrixError
+
+    with pytest.raises(MatrixError, match="dtypes"):
+        parse_matrix({"schema": 2, "settings": {"bench": {"profiles": {
+            "gpu": {"dtypes": ["int8"]}}}},
+            "backends": {"cpu": {"device": "cpu", "requirement": {"linux": "mlx[cpu]=={v}"}}},
+            "subjects": {"none": {}}, "cells": [{"mlx-lm": "0.32.2", "mlx": "0.32.2"}]})

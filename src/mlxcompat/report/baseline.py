@@ -102,7 +102,7 @@ def diff(current: dict[str, Any], baseline: dict[str, Any] | None,
 def _bench_key(row: dict[str, Any]) -> tuple[Any, ...]:
     fingerprint = json.dumps(row.get("fingerprint") or {}, sort_keys=True)
     return (row.get("cell"), row.get("model"), row.get("subject"), row.get("batch"),
-            row.get("profile"), fingerprint)
+            row.get("dtype", "float32"), row.get("profile"), fingerprint)
 
 
 def _throughput(current: dict[str, Any], baseline: dict[str, Any],

@@ -18,6 +18,9 @@ def _fmt_tok_s(gen: dict[str, Any]) -> str:
     return f"{gen['median']:,.0f}{ci}"
 
 
+SHORT = {"bfloat16": "bf16", "float16": "fp16"}
+
+
 def bench_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
     """Throughput rows in cell order, with release, backend and a comparability note."""
     cells = {c["cell"]: c for c in report["cells"]}
@@ -31,7 +34,10 @@ def bench_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
         env = cell["env"]
         gen = b.get("gen_tok_s") or {}
         overhead = b.get("overhead") or {}
+        dtype = b.get("dtype", "float32")
         rows.append({**b, "release": column_label(cell),
+                     "model": b.get("model", "") if dtype == "float32"
+                     else f"{b.get('model', '')} ({SHORT.get(dtype, dtype)})",
                      "backend": b.get("backend") or env.get("backend", "cpu"),
                      "device": env.get("device_name", ""), "tok_s": _fmt_tok_s(gen),
                      "cv": gen.get("cv"), "overhead_text": overhead.get("text", ""),

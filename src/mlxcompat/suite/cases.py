@@ -16,10 +16,12 @@ class Case:
     model: str = ""
     mode: str = ""
     batch: int = 0
+    dtype: str = ""  # throughput cases other than float32
 
     @property
     def id(self) -> str:
-        return "-".join(str(p) for p in (self.model, self.mode, self.batch or "") if p)
+        return "-".join(str(p) for p in (self.model, self.mode, self.batch or "", self.dtype)
+                        if p)
 
 
 def _models(spec: SubjectRun, registry: Registry, runner: str) -> list[ModelDecl]:
@@ -35,9 +37,11 @@ def cases_for(check: str, spec: SubjectRun, registry: Registry) -> list[Case]:
     if check in ("throughput", "sequential"):
         if not spec.bench or (check == "sequential" and spec.subject != "none"):
             return []
-        return [Case(check, m, "", b) for m in spec.bench["models"] if m in spec.models
+        return [Case(check, m, "", b, "" if dtype == "float32" else dtype)
+                for m in spec.bench["models"] if m in spec.models
                 and (check == "throughput" or registry.models[m].runner == "lm")
-                for b in spec.bench["batches"]]
+                for b in spec.bench["batches"]
+                for dtype in spec.bench.get("dtypes") or ("float32",)]
     if check == "install":
         return [Case(check)] if spec.installs and _wanted(spec, check, "") else []
     found: list[Case] = []

@@ -18,27 +18,38 @@ SEQUENTIAL_ROUNDS = 2
 SEQUENTIAL_PROMPTS = 2  # one at a time, every prompt of a batch runs at the same rate
 
 
+def _built(decl, dtype: str):
+    """The tiny model, cast for a throughput row of another dtype (parity stays float32)."""
+    net = build_model(decl)
+    if dtype and dtype != "float32":
+        import mlx.core as mx
+
+        net.set_dtype(getattr(mx, dtype))
+    return net
+
+
 @check("throughput")
 def test_throughput(case, registry, mlxcompat_run, bench_gate, benchmark, record_bench,
                     broken_reason, backend):
     from mlxcompat.drivers import bench as timers
 
     profile = Profile.from_json(mlxcompat_run.bench)
+    dtype = case.dtype or "float32"
     base = {"model": case.model, "subject": mlxcompat_run.subject, "batch": case.batch,
-            "profile": profile.name}
+            "dtype": dtype, "profile": profile.name}
     if broken_reason:
         record_bench({**base, "skip": f"not benchmarked: {broken_reason}"})
         pytest.skip(broken_reason)
     decl = registry.models[case.model]
     try:
-        net = build_model(decl)
+        net = _built(decl, dtype)
     except SkipCheck as exc:
         record_bench({**base, "skip": str(exc)})
         pytest.skip(str(exc))
     prompts = bench_prompts(case.batch, profile.prompt_tokens)
     timer = timers.time_glm4v if decl.runner == "glm4v" else timers.time_batched
     timings = []
-    label = f"{case.model} b{case.batch}"
+    label = f"{case.model} b{case.batch} {dtype}"
 
     def one_round():
         gc.disable()
@@ -58,7 +69,7 @@ def test_throughput(case, registry, mlxcompat_run, bench_gate, benchmark, record
     measured = timings[profile.warmup:]
     row = bench_row(case.model, mlxcompat_run.subject, case.batch, profile,
                     [t.decode_tok_s for t in measured], [t.prefill_tok_s for t in measured],
-                    timers.peak_memory_mb(), backend)
+                    timers.peak_memory_mb(), backend, dtype)
     row["pinned_cpu"] = bench_gate.pinned
     benchmark.extra_info.update({k: v for k, v in row.items() if k != "gen_tok_s"},
                                 gen_tok_s_median=row["gen_tok_s"]["median"])
@@ -74,15 +85,17 @@ def test_sequential(case, registry, mlxcompat_run, bench_gate, record_bench, bac
     from mlxcompat.drivers import bench as timers
 
     profile = Profile.from_json(mlxcompat_run.bench)
+    dtype = case.dtype or "float32"
     try:
-        net = build_model(registry.models[case.model])
+        net = _built(registry.models[case.model], dtype)
     except SkipCheck as exc:
         pytest.skip(str(exc))
     prompts = bench_prompts(min(case.batch, SEQUENTIAL_PROMPTS), profile.prompt_tokens)
     rounds = []
     for i in range(1 + SEQUENTIAL_ROUNDS):
-        bench_gate.turn(f"{case.model} b{case.batch} sequential {i}")
+        bench_gate.turn(f"{case.model} b{case.batch} {dtype} sequential {i}")
         rounds.append(timers.time_sequential(net, prompts, profile.gen_tokens))
     record_bench({"kind": "sequential", "model": case.model, "subject": mlxcompat_run.subject,
-                  "batch": case.batch, "backend": backend, "profile": profile.name,
+                  "batch": case.batch, "dtype": dtype, "backend": backend,
+                  "profile": profile.name,
                   "sequential_tok_s": summarise([t.decode_tok_s for t in rounds[1:]])})
