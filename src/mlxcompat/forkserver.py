@@ -1,11 +1,11 @@
 """A fork server for subject processes: the slow imports once per cell, not once per subject.
 
 Starting a subject process costs ~1.3 s on a small CPU, nearly all of it importing pytest,
-numpy and transformers (which mlx-lm imports). This process imports those once, then forks a
-child per subject, so each child starts warm. It imports nothing of mlx: a child selects its
-device and imports mlx / mlx-lm itself, as a fresh process would, so patches and streams are
-still its own. Linux only (macOS frameworks are not fork-safe); elsewhere, and with
-MLXCOMPAT_FORK=0, the runner starts plain processes.
+numpy and transformers (which mlx-lm imports, resolving some of its lazy names). This process
+imports those once, then forks a child per subject, so each child starts warm. It imports
+nothing of mlx: a child selects its device and imports mlx / mlx-lm itself, as a fresh
+process would, so patches and streams are still its own. Linux only (macOS frameworks are
+not fork-safe); elsewhere, and with MLXCOMPAT_FORK=0, the runner starts plain processes.
 
 Protocol, one JSON object per line. Requests on stdin: {"argv": [...], "env": {...},
 "out": fifo path}. Answers on stdout: {"pid": n} per request, {"exit": pid, "code": c} when a
@@ -20,7 +20,10 @@ import select
 import sys
 
 PRELOAD = ("numpy", "pytest", "pytest_benchmark.plugin", "yaml", "packaging.version",
-           "transformers", "mlxcompat.plugin", "mlxcompat.registry", "mlxcompat.results")
+           "transformers", "transformers.utils.hub", "mlxcompat.plugin", "mlxcompat.registry",
+           "mlxcompat.results")
+# transformers resolves these lazily; mlx-lm's tokenizer_utils touches them at import (0.3 s).
+LAZY_TRANSFORMERS = ("AutoTokenizer", "PreTrainedTokenizerFast", "PreTrainedTokenizerBase")
 
 
 def available() -> bool:
@@ -70,6 +73,9 @@ def _reap(answer: object) -> None:
 def serve() -> None:
     for name in PRELOAD:
         __import__(name)
+    transformers = sys.modules["transformers"]
+    for attr in LAZY_TRANSFORMERS:
+        getattr(transformers, attr, None)
     answer = sys.stdout
     print(json.dumps({"ready": os.getpid()}), file=answer, flush=True)
     stdin = sys.stdin
