@@ -86,7 +86,8 @@ def cmd_run(args: argparse.Namespace, matrix: Matrix) -> int:
     backend = matrix.backend(args.backend)
     bench = matrix.bench_profile(args.bench)
     if bench is not None:
-        bench["models"] = [m for m in bench["models"] if m in models]
+        bench["models"] = [m for m in bench["models"] if m in models
+                           and (cell is None or not cell.bench_models or m in cell.bench_models)]
     out = Path(args.out or f"reports/raw/{args.cell}.json")
     specs = [matrix.subjects[s] for s in subjects]
     options = {"models": models, "checks": checks, "modes": modes, "bench": bench,

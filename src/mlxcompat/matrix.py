@@ -27,7 +27,7 @@ _TOP = {"schema", "settings", "backends", "subjects", "models", "roles", "checks
         "cells", "runners", "expectations"}
 _PLATFORMS = ("linux", "darwin")
 _SUBJECT_KEYS = {"description", "install", "entry_points"}
-_CELL_KEYS = {"id", *PINNED, "resolve", "models", "subjects", "tags", "timeout_s"}
+_CELL_KEYS = {"id", *PINNED, "resolve", "models", "subjects", "tags", "timeout_s", "bench_models"}
 LATEST = "latest"
 
 
@@ -66,6 +66,7 @@ class Cell:
     tags: tuple[str, ...] = ()
     timeout_s: int = 1200
     resolve: str = ""
+    bench_models: tuple[str, ...] = ()  # narrows the profile's models in this cell
 
     def requirements(self, mlx_template: str) -> list[str]:
         """pip requirements of a pinned cell; `mlx_template` is the backend's mlx requirement."""
@@ -226,6 +227,8 @@ def _cell(raw: Any, i: int, defaults: dict[str, Any], subjects: dict[str, Subjec
         tags=tuple(tags),
         timeout_s=int(raw.get("timeout_s", timeout)),
         resolve=resolve,
+        bench_models=names(raw.get("bench_models", []), f"{path}.bench_models",
+                           registry.models, "model"),
     )
 
 

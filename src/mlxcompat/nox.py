@@ -205,14 +205,17 @@ class Sessions:
                              for s in cell.subjects}}
 
     def reusable(self, cell: Cell, out: Path, posargs: list[str]) -> bool:
-        """The cell's last complete result has the same inputs (pinned cells only)."""
-        if cell.resolve or not out.exists():
+        """The cell's last complete result has the same inputs (a resolved cell is resolved
+        again first: reused only while it resolves to the same releases)."""
+        if not out.exists():
             return False
         try:
             old = json.loads(out.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError):
+            resolved = self.cell_requirements(cell)[1] if cell.resolve else None
+        except Exception:  # unreadable JSON, or the resolution failed: run the cell
             return False
-        if not old.get("complete") or old.get("inputs") != self.inputs(cell, posargs, None):
+        now = self.inputs(cell, posargs, {"resolved": resolved} if resolved else None)
+        if not old.get("complete") or old.get("inputs") != now:
             return False
         if any(r.get("check") == "run" for r in old.get("results", [])):
             return False
