@@ -41,12 +41,18 @@ c = load_matrix('matrix.yaml').cell('$cell'); print(c.pins['mlx-lm'], c.pins.get
     --target /tmp/subjects/vllm-mlx-0.6.0 "$stage"/common/vllm_mlx-0.6.0-*.whl
   py_site=$(python3 -c 'import site; print(site.getsitepackages()[0])')
   LD_LIBRARY_PATH=$(ls -d "$py_site"/nvidia/*/lib 2>/dev/null | paste -sd: -)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-  export LD_LIBRARY_PATH PYTHONPATH="$site:$PWD/src" HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1
+  # The fork server's parent is multi-threaded there (CUDA libraries): plain processes.
+  export LD_LIBRARY_PATH PYTHONPATH="$site:$PWD/src" HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1 \
+    MLXCOMPAT_FORK=0
   python3 -c 'import mlx.core as mx; print("mlx", mx.__version__, mx.default_device(), mx.cuda.is_available())'
+  mkdir -p /tmp/keep
+  python3 -m mlxcompat.cli run --cell "$cell@cuda" --backend cuda --bench "${BENCH:-gpu}" \
+    --subjects "${SUBJECTS:-none,mlxcompat}" ${MODELS:+--models "$MODELS"} \
+    --subject-dir /tmp/subjects --out "/tmp/keep/$cell@cuda.json"
+  # Returned file names may not contain '@': fetch them back as <cell>_AT_cuda*.json and
+  # rename them into reports/raw here.
   out=${OUT:-reports/raw}
   mkdir -p "$out"
-  python3 -m mlxcompat.cli run --cell "$cell@cuda" --backend cuda --bench gpu \
-    --subjects "${SUBJECTS:-none,mlxcompat}" ${MODELS:+--models "$MODELS"} \
-    --subject-dir /tmp/subjects --out "$out/$cell@cuda.json"
+  for f in /tmp/keep/"$cell"@cuda*; do b=$(basename "$f"); cp "$f" "$out/${b/@/_AT_}"; done
   ;;
 esac
