@@ -36,9 +36,26 @@ def rendered_dom(page: Path, fragment: str = "") -> str:
     return _run(["--virtual-time-budget=3000", "--dump-dom", url])
 
 
+# Headless Chromium paints nothing below the top of a scrolled page in --screenshot mode, so a
+# "scrolled" shot moves the page up by the element's offset instead (details opened first).
+_SHIFT = """<script>window.addEventListener("load", function () {{
+  var t = document.getElementById("{at}"); if (!t) return;
+  for (var p = t.parentElement; p; p = p.parentElement) if (p.tagName === "DETAILS") p.open = true;
+  document.body.style.marginTop = (-t.getBoundingClientRect().top + 8) + "px";
+}});</script>"""
+
+
 def screenshot(page: Path, png: Path, width: int = 1280, height: int = 900, at: str = "") -> Path:
-    """A PNG of the page as a reader sees it, at the top or scrolled to the element `at`."""
-    url = page.resolve().as_uri() + (f"#at={at}" if at else "")
-    _run([f"--screenshot={png.resolve()}", f"--window-size={width},{height}",
-          "--virtual-time-budget=3000", url])
+    """A PNG of the page as a reader sees it: its top, or from the element `at` down."""
+    target = page
+    if at:
+        target = page.with_name(f".{page.stem}.shot.html")
+        target.write_text(page.read_text(encoding="utf-8").replace(
+            "</body>", _SHIFT.format(at=at) + "</body>"), encoding="utf-8")
+    try:
+        _run([f"--screenshot={png.resolve()}", f"--window-size={width},{height}",
+              "--virtual-time-budget=3000", target.resolve().as_uri()])
+    finally:
+        if at:
+            target.unlink(missing_ok=True)
     return png
