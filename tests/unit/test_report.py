@@ -244,3 +244,22 @@ def test_missing_raw_folder_fails(tmp_path, capsys) -> None:
     code, line, _ = _build(tmp_path / "nothing")
     assert "no such folder" in capsys.readouterr().err
     assert code == 1 and "no cell results" in line
+
+
+def test_the_as_installed_cell_leads_the_front_page(tmp_path) -> None:
+    doc = matrix(subjects={"none": {}, "mlxcompat": {}, "srv": {"install": ["srv==1.0"]}},
+                 cells=[{"mlx-lm": "0.32.2", "mlx": "0.32.2"}, {"resolve": "srv"}])
+    cells = standard_cells()
+    installed = cell("as-installed-srv", "0.31.3", [
+        result("parity", "fail", "mamba", "fresh", "srv", max_abs_delta=0.019,
+               tokens_equal=True),
+        result("parity", "pass", "mamba", "fresh", "mlxcompat")])
+    raw = write(tmp_path / "reports" / "raw",
+                {"mlx-lm-0.32.2": cells["mlx-lm-0.32.2"], "as-installed-srv": installed})
+    doc["expectations"][0]["match"]["subject"] = ["none", "srv"]
+    _, _, out = _build(raw, doc)
+    md = (out / "compat.md").read_text()
+    first = md[md.index("## Is it safe"):].splitlines()[2]
+    assert first.startswith("- **srv as `pip install` gives it today**"), first
+    assert "mlx-lm 0.31.3" in first and "⚠ — parity mamba fresh[^1]" in first
+    assert first.endswith("With this project's patches on the same cell: ✅."), first

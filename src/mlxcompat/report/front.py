@@ -56,10 +56,23 @@ class SubjectPage:
 
 
 @dataclass
+class Installed:
+    """What `pip install <subject>` gives today (its as-installed cell), first on the page."""
+
+    subject: str
+    cell: str
+    pins: dict[str, str]
+    symbol: str
+    problems: list[Problem]
+    ours: str  # the symbol of this project's own subject on the same cell
+
+
+@dataclass
 class FrontPage:
     label: str
     columns: list[Column]
     subjects: list[SubjectPage]
+    installed: list[Installed] = field(default_factory=list)
 
 
 def release_of(cell: dict[str, Any]) -> tuple[str, str, str]:
@@ -220,8 +233,24 @@ def front_pages(report: dict[str, Any], requires: dict[str, dict[str, str]]
                                              _runs(columns, symbols),
                                              _problems(mine, columns, notes, symbols),
                                              fixes, breaks))
+        page.installed = _installed(page, cells)
         pages.append(page)
     return pages, notes
+
+
+def _installed(page: FrontPage, cells: list[dict[str, Any]]) -> list[Installed]:
+    by_name = {s.subject: s for s in page.subjects}
+    found = []
+    for cell in cells:
+        subject = cell["base"].removeprefix("as-installed-")
+        if subject == cell["base"] or subject not in by_name:
+            continue
+        mine, ours = by_name[subject], by_name.get("mlxcompat")
+        found.append(Installed(
+            subject, cell["cell"], dict(cell["pins"]), mine.symbols[cell["cell"]],
+            [p for p in mine.problems if cell["cell"] in p.releases],
+            ours.symbols.get(cell["cell"], ABSENT) if ours else ABSENT))
+    return found
 
 
 def _symbol(rows: list[dict[str, Any]], requires: dict[str, str], cell: dict[str, Any]) -> str:

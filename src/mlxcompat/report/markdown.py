@@ -68,6 +68,21 @@ def span(columns: list[Column], cells: list[str]) -> str:
     return ", ".join(parts)
 
 
+def _installed_lines(page: FrontPage) -> list[str]:
+    """The first lines: what each subject's users get from `pip install` today."""
+    out = []
+    for i in page.installed:
+        pins = " · ".join(f"{k} {v}" for k, v in i.pins.items())
+        why = "; ".join(f"{p.what}" + "".join(f"[^{n}]" for n in sorted(p.notes))
+                        for p in i.problems[:4])
+        more = f" (+{len(i.problems) - 4} more)" if len(i.problems) > 4 else ""
+        out.append(f"- **{cell_text(i.subject)} as `pip install` gives it today** (resolved "
+                   f"for Apple silicon: {cell_text(pins)}): {SYMBOL[i.symbol]}"
+                   + (f" — {cell_text(why)}{more}" if why else "")
+                   + f". With this project's patches on the same cell: {SYMBOL[i.ours]}.")
+    return [*out, ""] if out else []
+
+
 def _grid(page: FrontPage) -> list[str]:
     names = [s.subject for s in page.subjects]
     rows = [[c.release, *(SYMBOL[s.symbols[c.cell]] for s in page.subjects)]
@@ -135,8 +150,9 @@ def render_front_page(report: dict[str, Any], changes: dict[str, Any], link: str
     legend = " · ".join(f"{SYMBOL[k]} {v}" for k, v in MEANING.items())
     for page in pages:
         where = f" on {page.label}" if page.label else ""
-        lines += [f"## Is it safe to batch with this release{where}?", "", legend, "",
-                  *_grid(page), f"### Per subject{where}", "", *_subject_lines(page, notes)]
+        lines += [f"## Is it safe to batch with this release{where}?", "",
+                  *_installed_lines(page), legend, "", *_grid(page),
+                  f"### Per subject{where}", "", *_subject_lines(page, notes)]
     lines += _footnotes(report, notes)
     if link:
         lines += [f"Full report (every table, throughput, API drift): {link}", ""]
