@@ -85,7 +85,7 @@ def summarise(values: Sequence[float]) -> dict[str, Any]:
 
 
 def paired_ratio(subject: Sequence[float], reference: Sequence[float]) -> dict[str, Any] | None:
-    """Median of per-round ratios subject/reference with a bootstrap 95% interval."""
+    """Median of per-round ratios subject/reference with its distribution-free 95% interval."""
     n = min(len(subject), len(reference))
     if n == 0:
         return None

@@ -20,6 +20,7 @@ import subprocess
 import sys
 import time
 import uuid
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -71,15 +72,26 @@ class Sessions:
         self.backend = os.environ.get("MLXCOMPAT_BACKEND", self.matrix.settings["backend"])
         self.python = python or self.matrix.settings["python"]
         self.ran: list[str] = []  # the cells this nox invocation ran (the report needs them)
+        self._resolving: dict[str, Future[dict[str, str]]] = {}
+
+    def resolution(self, cell: Cell) -> Future[dict[str, str]]:
+        """A resolved cell's pins, resolved in the background the first time any cell runs:
+        resolving is index round trips (seconds), and the resolved cells run last."""
+        if not self._resolving:
+            from mlxcompat.resolve import resolve_cell
+
+            pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="mlxcompat-resolve")
+            self._resolving = {c.id: pool.submit(resolve_cell, c, self.matrix)
+                               for c in self.matrix.cells if c.resolve}
+            pool.shutdown(wait=False)
+        return self._resolving[cell.id]
 
     def cell_requirements(self, cell: Cell) -> tuple[list[str], dict[str, str]]:
         """pip requirements of a cell, resolving a `latest` / as-installed cell first."""
         template = self.matrix.mlx_template(sys.platform, self.backend)
         pins = dict(cell.pins)
         if cell.resolve:
-            from mlxcompat.resolve import resolve_cell
-
-            pins = resolve_cell(cell, self.matrix)
+            pins = self.resolution(cell).result()
         reqs = [f"{name}=={v}" for name, v in pins.items() if name != "mlx"]
         return [*reqs, template.format(v=pins["mlx"])], pins
 
@@ -144,6 +156,8 @@ class Sessions:
             session.notify("report")
         cell = self.matrix.cell(cell_id)
         self.ran.append(cell_id)
+        if any(c.resolve for c in self.matrix.cells):
+            self.resolution(next(c for c in self.matrix.cells if c.resolve))  # start early
         name = f"{cell_id}@{self.label}" if self.label else cell_id
         out = self.raw / f"{name}.json"
         posargs = split_posargs(session.posargs)[0]
@@ -231,7 +245,8 @@ def sessions(matrix: str | Path = "matrix.yaml", raw: str | Path = "reports/raw"
     nox.options.default_venv_backend = "uv|virtualenv"
     nox.options.reuse_venv = "yes"
     nox.options.sessions = ["matrix", "probe", "report"]
-    cells = [nox.param(c.id, id=c.id, tags=list(c.tags)) for c in s.matrix.cells]
+    order = sorted(s.matrix.cells, key=lambda c: bool(c.resolve))  # resolved cells last
+    cells = [nox.param(c.id, id=c.id, tags=list(c.tags)) for c in order]
 
     @nox.session(python=s.python)
     @nox.parametrize("cell", cells)
