@@ -1,7 +1,9 @@
 """Harness overhead: mlxcompat's timed batched run vs a bare, hand-written BatchGenerator loop.
 
-Same model (tiny llama), batch, prompt and generation lengths; the two are interleaved round
-by round so drift in machine load hits both. Prints the medians and their ratio.
+Same model (tiny llama), batch, prompt and generation lengths, measured the way the bench
+measures: rounds interleaved (bare, harness, bare, ...), the process on one CPU, garbage
+collection off inside a round. Prints both medians with their 95% intervals and the paired
+ratio harness / bare with its interval (mlxcompat.bench.paired_ratio).
 
     .nox/matrix-mlx-lm-0-32-2/bin/python benchmarks/harness_overhead.py --batch 8 --rounds 15
 """
@@ -9,14 +11,16 @@ by round so drift in machine load hits both. Prints the medians and their ratio.
 from __future__ import annotations
 
 import argparse
-import statistics
+import gc
+import os
 import time
 
 import mlx.core as mx
 
-from mlxcompat.bench import bench_prompts
+from mlxcompat.bench import bench_prompts, paired_ratio, summarise
 from mlxcompat.drivers.bench import time_batched
-from mlxcompat.models import build_model
+from mlxcompat.gate import pin_process
+from mlxcompat.models.lm import build_lm
 
 
 def bare_loop(model, prompts: list[list[int]], gen_tokens: int) -> float:
@@ -53,21 +57,30 @@ def main() -> None:
     parser.add_argument("--gen-tokens", type=int, default=64)
     parser.add_argument("--rounds", type=int, default=15)
     args = parser.parse_args()
-    model = build_model(args.model)
+    model = build_lm(args.model)
     prompts = bench_prompts(args.batch, args.prompt_tokens)
+    if hasattr(os, "sched_getaffinity"):
+        pin_process(max(os.sched_getaffinity(0)))  # as the harness pins timed rounds
     harness, bare = [], []
     for _ in range(2):
         bare_loop(model, prompts, args.gen_tokens)
         time_batched(model, prompts, args.gen_tokens)
-    for _ in range(args.rounds):
-        bare.append(bare_loop(model, prompts, args.gen_tokens))
-        harness.append(time_batched(model, prompts, args.gen_tokens).decode_tok_s)
-    h, b = statistics.median(harness), statistics.median(bare)
+    gc.disable()
+    try:
+        for _ in range(args.rounds):
+            bare.append(bare_loop(model, prompts, args.gen_tokens))
+            harness.append(time_batched(model, prompts, args.gen_tokens).decode_tok_s)
+    finally:
+        gc.enable()
+    h, b = summarise(harness), summarise(bare)
+    ratio = paired_ratio(harness, bare)
     print(f"model={args.model} batch={args.batch} prompt={args.prompt_tokens} "
           f"gen={args.gen_tokens} rounds={args.rounds}")
-    print(f"bare loop : {b:10.1f} tok/s (median)")
-    print(f"harness   : {h:10.1f} tok/s (median)")
-    print(f"ratio     : {h / b:10.3f} (harness / bare)")
+    for name, m in (("bare loop", b), ("harness", h)):
+        print(f"{name:<10}: {m['median']:10.1f} tok/s (95% CI {m['ci95'][0]:.1f}-"
+              f"{m['ci95'][1]:.1f}, CV {m['cv']:.1%})")
+    print(f"ratio     : {ratio['ratio']:10.3f} (harness / bare; 95% CI "
+          f"{ratio['ci95'][0]:.3f}-{ratio['ci95'][1]:.3f}): {ratio['text']}")
 
 
 if __name__ == "__main__":
