@@ -35,7 +35,8 @@ def tests(session: nox.Session, env: str) -> None:
     test (latest only)."""
     session.install("-e", *UNIT_ENVS[env])
     paths = ["tests/unit", "tests/integration"] if env == "latest" else ["tests/unit"]
-    session.run("pytest", *paths, *session.posargs, env={"HF_HUB_OFFLINE": "1"})
+    session.run("pytest", "-rs", "--durations=8", *paths, *session.posargs,
+                env={"HF_HUB_OFFLINE": "1"})
 
 
 @nox.session(python="3.11")
