@@ -90,6 +90,8 @@ class Runner:
     label: str
     cells: tuple[str, ...]
     backend: str = ""
+    subjects: tuple[str, ...] = ()  # narrows every cell's subjects on this runner
+    models: tuple[str, ...] = ()  # narrows every cell's models on this runner
 
 
 @dataclass(frozen=True)
@@ -149,6 +151,16 @@ class Matrix:
         cells = [c for c in self.cells if runner is None or c.id in runner.cells]
         return tuple(c for c in cells if (not tag or tag == "all" or tag in c.tags)
                      and (not only or c.id in only))
+
+    def expected(self, cell: Cell, label: str = "") -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """(subjects, models) a cell's JSON must have rows for on this runner label."""
+        runner = self.runners.get(label)
+        subjects, models = cell.subjects, cell.models
+        if runner is not None and runner.subjects:
+            subjects = tuple(s for s in subjects if s in runner.subjects)
+        if runner is not None and runner.models:
+            models = tuple(m for m in models if m in runner.models)
+        return subjects, models
 
     def source_dir(self) -> Path:
         """Relative paths in matrix.yaml are relative to its folder."""
@@ -232,16 +244,20 @@ def _cell(raw: Any, i: int, defaults: dict[str, Any], subjects: dict[str, Subjec
     )
 
 
-def _runners(raw: Any, cells: tuple[Cell, ...], backends: dict[str, Backend]) -> dict:
+def _runners(raw: Any, cells: tuple[Cell, ...], backends: dict[str, Backend],
+             subjects: dict[str, SubjectSpec], registry: Registry) -> dict:
     runners = {}
     for label, spec in mapping(raw or {}, "runners").items():
-        spec = mapping(spec, f"runners.{label}", {"cells", "backend"})
+        spec = mapping(spec, f"runners.{label}", {"cells", "backend", "subjects", "models"})
         chosen = names(spec.get("cells", [c.id for c in cells]), f"runners.{label}.cells",
                        [c.id for c in cells], "cell")
         backend = str(spec.get("backend", ""))
         if backend and backend not in backends:
             raise fail(f"runners.{label}.backend", f"{backend!r}; known: {', '.join(backends)}")
-        runners[label] = Runner(label, chosen, backend)
+        runners[label] = Runner(
+            label, chosen, backend,
+            names(spec.get("subjects", []), f"runners.{label}.subjects", subjects, "subject"),
+            names(spec.get("models", []), f"runners.{label}.models", registry.models, "model"))
     return runners
 
 
@@ -272,7 +288,7 @@ def parse_matrix(data: Any, path: Path | None = None) -> Matrix:
         if c.id in seen:
             raise fail(f"cells[{i}].id", f"duplicate cell id {c.id!r} (also cells[{seen[c.id]}])")
         seen[c.id] = i
-    runners = _runners(data.get("runners"), cells, backends)
+    runners = _runners(data.get("runners"), cells, backends, subjects, registry)
     expectations = tuple(
         parse_expectation(e, i, registry, tuple(subjects), tuple(c.id for c in cells),
                           tuple(backends))

@@ -15,7 +15,11 @@ MATRIX: dict[str, Any] = {
                          "requirement": {"linux": "mlx[cpu]=={v}", "darwin": "mlx=={v}"}}},
     "subjects": {"none": {}, "mlxcompat": {"entry_points": {
         "mamba": "mlxcompat.patches.mamba_cache:ensure_mamba_support"}}},
-    "cells": [{"mlx-lm": "0.29.1", "mlx": "0.29.2"}, {"mlx-lm": "0.32.2", "mlx": "0.32.2"}],
+    # What standard_cells() covers: a cell must have rows for each subject and model it lists.
+    "cells": [{"mlx-lm": "0.29.1", "mlx": "0.29.2", "subjects": ["none"],
+               "models": ["llama", "mamba", "mamba2"]},
+              {"mlx-lm": "0.32.2", "mlx": "0.32.2", "subjects": ["none", "mlxcompat"],
+               "models": ["llama", "mamba", "mamba2", "qwen3_5"]}],
     "expectations": [
         {"match": {"check": "parity", "model": "mamba", "mode": ["fresh"],
                    "subject": ["none", "mlxcompat"]},

@@ -65,8 +65,8 @@ def test_one_of_two_cells_present_fails_naming_the_missing_one(raw, capsys) -> N
 
 def test_a_tagged_run_needs_only_its_cells(raw) -> None:
     (raw / "mlx-lm-0.29.1.json").unlink()
-    doc = matrix(cells=[{"mlx-lm": "0.29.1", "mlx": "0.29.2"},
-                        {"mlx-lm": "0.32.2", "mlx": "0.32.2", "tags": ["quick"]}])
+    doc = matrix()
+    doc["cells"][1]["tags"] = ["quick"]
     code, line, _ = _build(raw, doc, tag="quick")
     assert code == 0, line
 
@@ -81,8 +81,8 @@ def test_stray_cell_json_is_listed_and_ignored(raw, capsys) -> None:
 
 
 def test_every_label_present_needs_every_cell(raw) -> None:
-    write(raw, {"mlx-lm-0.32.2@macos-14": cell("mlx-lm-0.32.2@macos-14", "0.32.2",
-                                                [result("parity", "pass", "llama", "fresh")])})
+    copy = json.loads((raw / "mlx-lm-0.32.2.json").read_text())
+    write(raw, {"mlx-lm-0.32.2@macos-14": {**copy, "cell": "mlx-lm-0.32.2@macos-14"}})
     code, line, _ = _build(raw)
     assert code == 1 and "1 missing cell(s)" in line
 
@@ -263,3 +263,26 @@ def test_the_as_installed_cell_leads_the_front_page(tmp_path) -> None:
     assert first.startswith("- **srv as `pip install` gives it today**"), first
     assert "mlx-lm 0.31.3" in first and "⚠ — parity mamba fresh[^1]" in first
     assert first.endswith("With this project's patches on the same cell: ✅."), first
+
+
+def test_a_subject_or_model_without_rows_fails_the_report(raw, capsys) -> None:
+    doc = json.loads((raw / "mlx-lm-0.32.2.json").read_text())
+    doc["results"] = [r for r in doc["results"] if r["subject"] != "mlxcompat"]
+    (raw / "mlx-lm-0.32.2.json").write_text(json.dumps(doc))
+    code, line, _ = _build(raw)
+    assert code == 1 and "missing" in line
+    err = capsys.readouterr().err
+    assert "mlx-lm-0.32.2: no result for subject mlxcompat" in err
+
+
+def test_a_runner_may_declare_what_it_covers(raw) -> None:
+    for name in ("mlx-lm-0.29.1", "mlx-lm-0.32.2"):
+        doc = json.loads((raw / f"{name}.json").read_text())
+        doc["cell"] = f"{name}@gpu"
+        doc["results"] = [r for r in doc["results"] if r["subject"] == "none"]
+        (raw / f"{name}@gpu.json").write_text(json.dumps(doc))
+    narrowed = matrix(runners={"gpu": {"subjects": ["none"], "models": ["llama", "mamba2"]}})
+    code, line, _ = _build(raw, narrowed)
+    assert "no result for subject" not in line and code == 0, line
+    code, _, _ = _build(raw)  # the same files, the runner declaring nothing: not covered
+    assert code == 1

@@ -79,6 +79,19 @@ def _add_upstream(doc: dict[str, Any], raw: Path, stem: str) -> list[str]:
     return problems
 
 
+def _uncovered(doc: dict[str, Any], matrix: Any, cell_id: str, label: str) -> list[str]:
+    """Subjects or models the matrix lists for this cell (on this runner) without one row in
+    its JSON: a run narrowed by --subjects / --models does not cover the cell."""
+    if doc.get("install", {}).get("status") == "failed":
+        return []  # the failed install is reported as such
+    subjects, models = matrix.expected(matrix.cell(cell_id), label)
+    rows = doc["results"]
+    lost = [f"subject {s}" for s in subjects if not any(r["subject"] == s for r in rows)]
+    lost += [f"model {m}" for m in models if not any(r["model"] == m for r in rows)]
+    return [f"{doc['cell']}: no result for {', '.join(lost)} (the matrix lists them)"] if lost \
+        else []
+
+
 def load_cells(raw: Path, matrix: Any = None, tag: str = "",
                only: tuple[str, ...] = ()) -> LoadedCells:
     """Every `<cell>[@<label>].json` under `raw`, checked against the matrix's cells."""
@@ -105,6 +118,8 @@ def load_cells(raw: Path, matrix: Any = None, tag: str = "",
             broken.add(path.stem)
             continue
         present[label].add(cell)
+        if matrix is not None:
+            loaded.missing += _uncovered(doc, matrix, cell, label)  # type: ignore[arg-type]
         loaded.problems += _add_upstream(doc, raw, path.stem)  # type: ignore[arg-type]
         loaded.cells.append(doc)  # type: ignore[arg-type]
     loaded.labels = sorted(present)
