@@ -150,21 +150,24 @@ def parse_role(name: str, raw: Any, path: str, models: dict[str, ModelDecl]) -> 
 def build_registry(models: Any = None, roles: Any = None) -> Registry:
     """The built-ins plus a project's own declarations (a name may be declared only once)."""
     builtin = builtin_document()
-    found: dict[str, ModelDecl] = {}
-    for raw_models, where in ((builtin["models"], "builtin.yaml: models"), (models, "models")):
-        for name, raw in _declarations(raw_models, where).items():
-            if name in found:
-                raise RegistryError(f"{where}.{name}: a model {name!r} is built in; "
-                                    "choose another name")
-            found[name] = parse_model(name, raw, f"{where}.{name}")
-    found_roles: dict[str, RoleDecl] = {}
-    for raw_roles, where in ((builtin["roles"], "builtin.yaml: roles"), (roles, "roles")):
-        for name, raw in _declarations(raw_roles, where).items():
-            if name in found_roles:
-                raise RegistryError(f"{where}.{name}: a role {name!r} is built in; "
-                                    "choose another name")
-            found_roles[name] = parse_role(name, raw, f"{where}.{name}", found)
+    found: dict[str, ModelDecl] = _collect(
+        "model", ((builtin["models"], "builtin.yaml: models"), (models, "models")), parse_model)
+    found_roles: dict[str, RoleDecl] = _collect(
+        "role", ((builtin["roles"], "builtin.yaml: roles"), (roles, "roles")),
+        lambda name, raw, path: parse_role(name, raw, path, found))
     return Registry(found, found_roles)
+
+
+def _collect(kind: str, sources: Any, parse: Any) -> dict[str, Any]:
+    """Built-in declarations first, then the project's; a name declared twice is refused."""
+    found: dict[str, Any] = {}
+    for raw, where in sources:
+        for name, decl in _declarations(raw, where).items():
+            if name in found:
+                raise RegistryError(f"{where}.{name}: a {kind} {name!r} is built in; "
+                                    "choose another name")
+            found[name] = parse(name, decl, f"{where}.{name}")
+    return found
 
 
 def _declarations(raw: Any, where: str) -> dict[str, Any]:

@@ -15,9 +15,10 @@ models are exact too. Decoding (one real column per row) is never touched.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import itertools
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import mlx.core as mx
@@ -127,17 +128,23 @@ def spans_of_batch(prompts: Sequence[Any]) -> tuple[list[Span], int]:
     return [(0, n - 1) for n in lengths], width - 1
 
 
+@contextlib.contextmanager
+def _segmented(owner: Any, spans: list[tuple[int, int]], end: int) -> Iterator[None]:
+    """`owner.model` is the segmented proxy for the duration, whatever happens inside."""
+    model = owner.model
+    owner.model = SegmentedPrefill(model, spans, end)
+    try:
+        yield
+    finally:
+        owner.model = model
+
+
 def wrap_process_prompts(original: Any) -> Any:
     """`BatchGenerator._process_prompts` with the model segmented for its prefill."""
 
     def _process_prompts(self: Any, prompts: Any) -> Any:
-        spans, end = spans_of_batch(prompts)
-        model = self.model
-        self.model = SegmentedPrefill(model, spans, end)
-        try:
+        with _segmented(self, *spans_of_batch(prompts)):
             return original(self, prompts)
-        finally:
-            self.model = model
 
     _process_prompts.__wrapped__ = original  # type: ignore[attr-defined]
     return _process_prompts
@@ -151,12 +158,8 @@ def wrap_prompt(original: Any) -> Any:
         if not tokens:
             return original(self, tokens)
         lengths = [len(t) for t in tokens]
-        model = self.model
-        self.model = SegmentedPrefill(model, [(0, n) for n in lengths], max(lengths))
-        try:
+        with _segmented(self, [(0, n) for n in lengths], max(lengths)):
             return original(self, tokens)
-        finally:
-            self.model = model
 
     prompt.__wrapped__ = original  # type: ignore[attr-defined]
     return prompt
