@@ -76,9 +76,6 @@ class Registry:
         return {"parity": PARITY_MODES, "cache-contract": CACHE_CONTRACT_MODES,
                 "glm4v": GLM4V_MODES}.get(check, ("",))
 
-    def runner_models(self, runner: str, names: tuple[str, ...] | list[str]) -> list[str]:
-        return [n for n in names if self.models[n].runner == runner]
-
 
 def builtin_document() -> dict[str, Any]:
     text = resources.files("mlxcompat").joinpath("builtin.yaml").read_text(encoding="utf-8")

@@ -39,9 +39,6 @@ class ForkedProcess:
         self.returncode = code
         self._ended.set()
 
-    def poll(self) -> int | None:
-        return self.returncode
-
     def wait(self, timeout: float | None = 30) -> int:
         if not self._ended.wait(timeout):
             raise subprocess.TimeoutExpired("forked subject", timeout or 0)

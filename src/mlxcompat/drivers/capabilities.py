@@ -107,25 +107,6 @@ class LmCapabilities:
         """ArraysCache can be extracted and merged by itself: no cache patch is needed."""
         return {"extract", "merge"} <= set(self.arrays_cache_methods)
 
-    def ssm_patch_decision(self) -> tuple[str, str]:
-        """("needed" | "skipped" | "not-applicable", why) for the Mamba cache patch."""
-        if not self.batch_generator:
-            return "not-applicable", "this mlx-lm has no BatchGenerator"
-        if self.native_ssm_batching:
-            return "skipped", "ArraysCache batches natively (extract/merge)"
-        if not self.make_cache:
-            return "not-applicable", "BatchGenerator has no _make_cache hook"
-        if not self.make_cache_called:
-            return "not-applicable", "_make_cache exists but is never called"
-        if not (self.extract_called or self.merge_caches_called):
-            return "skipped", "this BatchGenerator never extracts or merges caches"
-        return "needed", "BatchGenerator extracts / merges caches that ArraysCache cannot"
-
-    @property
-    def drops_ssm_history(self) -> bool:
-        """History of a pure-SSM prompt cache is taken for no history by the generator."""
-        return self.cache_length_used and self.ssm_history_counted is False
-
     def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "native_ssm_batching": self.native_ssm_batching}
 
