@@ -1,5 +1,5 @@
 # /// script
-# dependencies = ["nox>=2025.2.9", "uv", "pyyaml>=6", "packaging>=23", "numpy"]
+# dependencies = ["nox>=2025.2.9", "uv", "pyyaml>=6", "packaging>=23", "numpy", "pydantic>=2.7"]
 # ///
 """mlxcompat's own sessions: the matrix sessions every adopter gets from `mlxcompat.nox`,
 plus the harness's tests and lint.

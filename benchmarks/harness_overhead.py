@@ -19,8 +19,8 @@ import mlx.core as mx
 
 from mlxcompat.bench import bench_prompts, paired_ratio, summarise
 from mlxcompat.drivers.bench import time_batched
-from mlxcompat.gate import pin_process
 from mlxcompat.models.lm import build_lm
+from mlxcompat.turns import pin_process
 
 
 def bare_loop(model, prompts: list[list[int]], gen_tokens: int) -> float:
@@ -76,11 +76,12 @@ def main() -> None:
     ratio = paired_ratio(harness, bare)
     print(f"model={args.model} batch={args.batch} prompt={args.prompt_tokens} "
           f"gen={args.gen_tokens} rounds={args.rounds}")
+    assert ratio is not None
     for name, m in (("bare loop", b), ("harness", h)):
-        print(f"{name:<10}: {m['median']:10.1f} tok/s (95% CI {m['ci95'][0]:.1f}-"
-              f"{m['ci95'][1]:.1f}, CV {m['cv']:.1%})")
-    print(f"ratio     : {ratio['ratio']:10.3f} (harness / bare; 95% CI "
-          f"{ratio['ci95'][0]:.3f}-{ratio['ci95'][1]:.3f}): {ratio['text']}")
+        print(f"{name:<10}: {m.median or 0:10.1f} tok/s (95% CI {m.ci95[0]:.1f}-"
+              f"{m.ci95[1]:.1f}, CV {m.cv or 0:.1%})")
+    print(f"ratio     : {ratio.ratio:10.3f} (harness / bare; 95% CI "
+          f"{ratio.ci95[0]:.3f}-{ratio.ci95[1]:.3f}): {ratio.text}")
 
 
 if __name__ == "__main__":

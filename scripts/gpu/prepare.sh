@@ -22,7 +22,8 @@ plat=(--only-binary=:all: --python-version 3.12 --implementation cp
       --platform manylinux_2_35_x86_64 --platform manylinux_2_28_x86_64
       --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64)
 get() { python3 -m pip download -q --no-deps "${plat[@]}" -d "$@"; }
-get .gpu/common vllm-mlx==0.6.0 pytest pluggy iniconfig pytest-benchmark py-cpuinfo pyyaml packaging
+get .gpu/common vllm-mlx==0.6.0 pytest pluggy iniconfig pytest-benchmark py-cpuinfo pyyaml packaging \
+  pydantic pydantic-core annotated-types typing-inspection typing-extensions
 get .gpu/vlm pillow sentencepiece
 for line in "${pins[@]}"; do
   read -r cell mlx lm vlm <<<"$line"

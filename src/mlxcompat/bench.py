@@ -13,36 +13,15 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
-from typing import Any
 
 import numpy as np
 
+from mlxcompat.records.bench import BenchRow, MeasuredBench, PairedRatio, Spread
+from mlxcompat.records.names import UPSTREAM
+from mlxcompat.settings import BenchProfile
+
 BOOTSTRAP = 2000
 SEED = 20261130
-
-
-@dataclass(frozen=True)
-class Profile:
-    """What one bench run measures; profiles live in matrix.yaml (settings.bench)."""
-
-    name: str
-    batches: tuple[int, ...]
-    rounds: int
-    warmup: int
-    prompt_tokens: int
-    gen_tokens: int
-    models: tuple[str, ...]
-    gate: bool = False
-    dtypes: tuple[str, ...] = ("float32",)
-
-    @classmethod
-    def from_json(cls, raw: dict[str, Any]) -> Profile:
-        return cls(**{**raw, "batches": tuple(raw["batches"]), "models": tuple(raw["models"]),
-                      "dtypes": tuple(raw.get("dtypes") or ("float32",))})
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def bench_prompts(batch: int, length: int, seed: int = 0) -> list[list[int]]:
@@ -68,23 +47,23 @@ def median_interval(values: np.ndarray, level: float = 0.95) -> tuple[float, flo
     return float(data[k - 1]), float(data[n - k])
 
 
-def summarise(values: Sequence[float]) -> dict[str, Any]:
+def summarise(values: Sequence[float]) -> Spread:
     """Median with its 95% distribution-free interval, mean, sd, CV."""
     data = np.asarray([float(v) for v in values], dtype=np.float64)
     if data.size == 0:
-        return {"rounds": 0}
+        return Spread(rounds=0)
     mean = float(data.mean())
     sd = float(data.std(ddof=1)) if data.size > 1 else 0.0
     lo, hi = median_interval(data)
     median = float(np.median(data))
     mad = float(np.median(np.abs(data - median)))
-    return {"median": median, "ci95": [lo, hi], "mean": mean, "stddev": sd,
-            "cv": sd / mean if mean else 0.0,
-            "robust_cv": 1.4826 * mad / median if median else 0.0, "rounds": int(data.size),
-            "values": [round(float(v), 3) for v in data]}
+    return Spread(median=median, ci95=[lo, hi], mean=mean, stddev=sd,
+                  cv=sd / mean if mean else 0.0,
+                  robust_cv=1.4826 * mad / median if median else 0.0, rounds=int(data.size),
+                  values=[round(float(v), 3) for v in data])
 
 
-def paired_ratio(subject: Sequence[float], reference: Sequence[float]) -> dict[str, Any] | None:
+def paired_ratio(subject: Sequence[float], reference: Sequence[float]) -> PairedRatio | None:
     """Median of per-round ratios subject/reference with its distribution-free 95% interval."""
     n = min(len(subject), len(reference))
     if n == 0:
@@ -94,8 +73,8 @@ def paired_ratio(subject: Sequence[float], reference: Sequence[float]) -> dict[s
     lo, hi = median_interval(ratios)
     median = float(np.median(ratios))
     significant = not (lo <= 1.0 <= hi)
-    return {"ratio": median, "ci95": [lo, hi], "pairs": n, "significant": significant,
-            "text": overhead_text(median, lo, hi, significant)}
+    return PairedRatio(ratio=median, ci95=[lo, hi], pairs=n, significant=significant,
+                       text=overhead_text(median, lo, hi, significant))
 
 
 def overhead_text(ratio: float, lo: float, hi: float, significant: bool) -> str:
@@ -107,8 +86,10 @@ def overhead_text(ratio: float, lo: float, hi: float, significant: bool) -> str:
     return f"{abs(change):.1%} {'slower' if change < 0 else 'faster'} {span}"
 
 
-def unpaired_change(now: Sequence[float], then: Sequence[float]) -> dict[str, Any] | None:
-    """Ratio of medians now/then with a bootstrap interval (resampling each side apart)."""
+def unpaired_change(now: Sequence[float], then: Sequence[float]
+                    ) -> tuple[float, list[float], bool] | None:
+    """(ratio of medians now/then, its bootstrap interval, significant), each side resampled
+    apart."""
     a, b = np.asarray(now, dtype=np.float64), np.asarray(then, dtype=np.float64)
     if a.size < 2 or b.size < 2:
         return None
@@ -118,40 +99,34 @@ def unpaired_change(now: Sequence[float], then: Sequence[float]) -> dict[str, An
     ratios = ra / rb
     lo, hi = float(np.percentile(ratios, 2.5)), float(np.percentile(ratios, 97.5))
     ratio = float(np.median(a) / np.median(b))
-    return {"ratio": ratio, "ci95": [lo, hi], "significant": not (lo <= 1.0 <= hi)}
+    return ratio, [lo, hi], not (lo <= 1.0 <= hi)
 
 
-def bench_row(model: str, subject: str, batch: int, profile: Profile, decode: list[float],
-              prefill: list[float], peak_mb: float | None, backend: str,
-              dtype: str = "float32") -> dict[str, Any]:
-    """One `bench` row of the cell JSON from measured rounds (tok/s per round)."""
-    gen = summarise(decode)
+def bench_row(model: str, subject: str, batch: int, profile: BenchProfile,
+              decode: list[float], prefill: list[float], peak_mb: float | None, backend: str,
+              dtype: str = "float32") -> MeasuredBench:
+    """One measured `bench` row of the cell JSON from its rounds (tok/s per round)."""
     first_last = decode[0] / statistics.median(decode[-max(1, len(decode) // 3):]) \
         if decode else None
-    return {
-        "model": model, "subject": subject, "batch": batch, "backend": backend, "dtype": dtype,
-        "profile": profile.name, "gate": profile.gate, "prompt_tokens": profile.prompt_tokens,
-        "gen_tokens": profile.gen_tokens, "gen_tok_s": gen,
-        "prefill_tok_s": summarise(prefill), "sequential_tok_s": None, "speedup": None,
-        "peak_memory_mb": peak_mb, "first_round_ratio": first_last,
-    }
+    return MeasuredBench(
+        model=model, subject=subject, batch=batch, backend=backend, dtype=dtype,
+        profile=profile.name, gating=profile.gating, prompt_tokens=profile.prompt_tokens,
+        gen_tokens=profile.gen_tokens, gen_tok_s=summarise(decode),
+        prefill_tok_s=summarise(prefill), peak_memory_mb=peak_mb, first_round_ratio=first_last)
 
 
-def add_overhead(rows: list[dict[str, Any]]) -> None:
+def add_overhead(rows: list[BenchRow]) -> None:
     """Paired overhead of every patched subject against `none` on the same model and batch;
     speedup of every subject against `none`'s one-at-a-time throughput."""
-    def key(r: dict[str, Any]) -> tuple[Any, ...]:
-        return r["model"], r["batch"], r.get("backend"), r.get("dtype", "float32")
-
-    base = {key(r): r for r in rows
-            if r["subject"] == "none" and (r.get("gen_tok_s") or {}).get("rounds")}
-    for r in rows:
-        ref = base.get(key(r))
-        gen = r.get("gen_tok_s") or {}
-        if ref is None or not gen.get("rounds"):
+    measured = [r for r in rows if isinstance(r, MeasuredBench) and r.gen_tok_s.rounds]
+    base = {(r.model, r.batch, r.backend, r.dtype): r for r in measured
+            if r.subject == UPSTREAM}
+    for r in measured:
+        ref = base.get((r.model, r.batch, r.backend, r.dtype))
+        if ref is None:
             continue
-        seq = ref.get("sequential_tok_s")
-        if isinstance(seq, int | float) and seq > 0:
-            r["speedup"] = gen["median"] / seq
-        if r["subject"] != "none" and not r.get("reused"):
-            r["overhead"] = paired_ratio(gen["values"], ref["gen_tok_s"]["values"])
+        seq = ref.sequential_tok_s
+        if seq is not None and seq > 0 and r.gen_tok_s.median is not None:
+            r.speedup = r.gen_tok_s.median / seq
+        if r.subject != UPSTREAM and not r.reused:
+            r.overhead = paired_ratio(r.gen_tok_s.values, ref.gen_tok_s.values)

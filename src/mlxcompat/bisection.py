@@ -22,27 +22,40 @@ from typing import Any
 
 import yaml
 
+from mlxcompat.checks.catalog import CATALOG, bisectable
 from mlxcompat.matrix import SCHEMA, Matrix, MatrixError
 from mlxcompat.pypi import releases, wheel_for
-from mlxcompat.registry import CHECKS, builtin_document
+from mlxcompat.records.base import RecordError
+from mlxcompat.records.cell import read_cell
+from mlxcompat.registry import builtin_document
 from mlxcompat.releases import mlx_floor
+from mlxcompat.runplan import FILTERS
 
+# A finding is a verdict, or one of these, which decide nothing.
 UNDECIDABLE = ("install-failed", "missing", "skip", "no-result")
+FLAG = {key: flag for flag, key in FILTERS.items()}  # mode -> modes, ...
 
 
 class BisectError(RuntimeError):
     """The search cannot go on; the message says why and what to do."""
 
 
-def validate(matrix: Matrix, check: str, model: str, mode: str, subject: str) -> None:
-    runnable = [c for c in CHECKS if c not in ("run", "upstream-suite", "install")]
-    if check not in runnable:
-        raise MatrixError(f"unknown check {check!r}; valid: {', '.join(runnable)}")
+def validate(matrix: Matrix, check: str, model: str, where: dict[str, str],
+             subject: str) -> None:
+    """Unknown names fail with the valid ones; `where` maps row keys (mode, role, scenario,
+    path) to the value the search follows."""
+    if check not in bisectable():
+        raise MatrixError(f"unknown check {check!r}; valid: {', '.join(bisectable())}")
     if model not in matrix.registry.models:
         raise MatrixError(f"unknown model {model!r}; valid: {', '.join(matrix.registry.models)}")
-    modes = matrix.registry.modes(check) or ()
-    if mode and modes and mode not in modes:
-        raise MatrixError(f"unknown mode {mode!r} of {check}; valid: {', '.join(modes)}")
+    values = CATALOG[check].values(matrix.registry)
+    for key, value in where.items():
+        if key not in values:
+            raise MatrixError(f"{check} rows have no {key}; they have: "
+                              f"{', '.join(values) or 'no keys'}")
+        allowed = values[key]
+        if allowed is not None and value not in allowed:
+            raise MatrixError(f"unknown {key} {value!r} of {check}; valid: {', '.join(allowed)}")
     if subject not in matrix.subjects:
         raise MatrixError(f"unknown subject {subject!r}; valid: {', '.join(matrix.subjects)}")
 
@@ -65,7 +78,7 @@ class Bisect:
     matrix: Matrix
     check: str
     model: str
-    mode: str
+    where: dict[str, str]  # row key -> value: e.g. {"mode": "history"}
     subject: str
     work: Path
     noxfile: Path
@@ -107,8 +120,8 @@ class Bisect:
         env = {**os.environ, "MLXCOMPAT_MATRIX": str(matrix_file), "MLXCOMPAT_RAW": str(raw),
                "MLXCOMPAT_LABEL": "", "MLXCOMPAT_SKIP_REPORT": "1"}
         cmd = ["nox", "-f", str(self.noxfile), "-r", "-s", f"matrix({cell})", "--",
-               f"--checks={self.check}", *([f"--modes={self.mode}"] if self.mode else []),
-               "--bench=off"]
+               f"--checks={self.check}",
+               *(f"--{FLAG[key]}={value}" for key, value in self.where.items()), "--bench=off"]
         start = time.perf_counter()
         code, tail = _run(cmd, self.noxfile.parent, env, self.work / f"nox-{version}.log")
         found = self._read(out)
@@ -120,21 +133,23 @@ class Bisect:
         return found
 
     def _read(self, path: Path) -> tuple[str, str]:
+        """(finding, detail) of the searched rows in one release's cell document."""
         try:
-            doc: dict[str, Any] = json.loads(path.read_text())
-        except (OSError, json.JSONDecodeError) as exc:
-            return "no-result", f"no cell result ({type(exc).__name__})"
-        if doc.get("install", {}).get("status") == "failed":
-            tail = str(doc["install"].get("log_tail", "")).splitlines()
-            return "install-failed", tail[-1] if tail else ""
-        found = [r for r in doc["results"] if (r["check"], r["model"], r["subject"]) == (
-            self.check, self.model, self.subject) and (not self.mode or r["mode"] == self.mode)]
+            doc = read_cell(path)
+        except RecordError as exc:
+            return "no-result", f"no cell result ({exc})"
+        if not doc.install.ok:
+            tail = doc.install.log_tail.splitlines()
+            return "install-failed", tail[-1] if tail else doc.install.error
+        found = [r for r in doc.results if (r.check, r.model, r.subject) == (
+            self.check, self.model, self.subject)
+            and all(getattr(r, k) == v for k, v in self.where.items())]
         if not found:
             return "missing", "the cell produced no such result"
-        verdicts = sorted({r["verdict"] for r in found})
-        verdict = verdicts[0] if len(verdicts) == 1 else "/".join(verdicts)
-        detail = next((r["detail"] for r in found if r["verdict"] != "pass"), "")
-        return verdict, detail
+        verdicts = sorted({r.verdict for r in found})
+        finding = verdicts[0] if len(verdicts) == 1 else "/".join(verdicts)
+        detail = next((r.detail for r in found if r.verdict != "pass"), "")
+        return finding, detail
 
 
 def _run(cmd: list[str], cwd: Path, env: dict[str, str], log: Path) -> tuple[int, str]:
@@ -204,8 +219,8 @@ def run_bisect(b: Bisect, low: str, high: str, wheels: Path) -> dict[str, Any]:
             else:
                 hi = mid
         boundary = versions[hi]
-    return {"check": b.check, "model": b.model, "mode": b.mode, "subject": b.subject,
+    return {"check": b.check, "model": b.model, **b.where, "subject": b.subject,
             "range": [versions[0], versions[-1]], "candidates": versions,
             "boundary": boundary, "last_same": versions[lo] if boundary else None,
-            "visited": {v: {"verdict": s, "detail": d} for v, (s, d) in b.seen.items()},
+            "visited": {v: {"finding": s, "detail": d} for v, (s, d) in b.seen.items()},
             "seconds": round(time.perf_counter() - start, 1)}

@@ -1,4 +1,4 @@
-"""`mlxcompat report | probe | bisect | releases | init`: the commands besides `run`."""
+"""`mlxcompat report | drift | bisect | releases | init`: the commands besides `run`."""
 
 from __future__ import annotations
 
@@ -20,9 +20,10 @@ def cmd_report(args: argparse.Namespace, matrix: Matrix) -> int:
     paths = ReportPaths.under(args.raw, args.out)
     only = tuple(c for c in args.cells.split(",") if c)
     for doc in load_cells(args.raw, matrix, args.tag, only).cells:
-        install = doc.get("install", {})
-        took = f" {install['seconds']}s" if install.get("seconds") is not None else ""
-        print(f"[mlxcompat] {summary_line(doc)} | install {install.get('status', '?')}{took}")
+        install = doc.install
+        took = f" {install.seconds}s" if install.seconds is not None else ""
+        print(f"[mlxcompat] {summary_line(doc)} | install {'ok' if install.ok else 'failed'}"
+              f"{took}")
     code, line = build_report(paths, matrix, accept=args.accept, html=not args.no_html,
                               tag=args.tag, only=only)
     if args.junit:
@@ -46,13 +47,13 @@ def cmd_report(args: argparse.Namespace, matrix: Matrix) -> int:
     return code
 
 
-def cmd_probe(args: argparse.Namespace, matrix: Matrix) -> int:
-    """Static API-drift table of every release in the matrix (no model runs)."""
-    from mlxcompat.probe import probe_matrix
+def cmd_drift(args: argparse.Namespace, matrix: Matrix) -> int:
+    """The API-drift scan of every release in the matrix (no model runs)."""
+    from mlxcompat.drift import scan_matrix
 
-    doc = probe_matrix(matrix, args.cache, args.out)
+    doc = scan_matrix(matrix, args.cache, args.out)
     failed = [r["cell"] for r in doc["rows"] if "error" in r]
-    print(f"[mlxcompat] probe: {len(doc['rows'])} releases -> {args.out}"
+    print(f"[mlxcompat] drift: {len(doc['rows'])} releases -> {args.out}"
           + (f"; unreadable: {', '.join(failed)}" if failed else ""))
     return 1 if failed else 0
 
@@ -60,11 +61,14 @@ def cmd_probe(args: argparse.Namespace, matrix: Matrix) -> int:
 def cmd_bisect(args: argparse.Namespace, matrix: Matrix) -> int:
     """Binary search over mlx-lm releases for the first one whose verdict changes."""
     from mlxcompat.bisection import Bisect, BisectError, run_bisect, validate
-    from mlxcompat.results import write_json_atomic
+    from mlxcompat.records.files import write_json_atomic
 
-    validate(matrix, args.check, args.model, args.mode, args.subject)
-    work = args.work or Path(".nox") / f"bisect-{args.check}-{args.model}-{args.mode or 'all'}"
-    b = Bisect(matrix, args.check, args.model, args.mode, args.subject, work.resolve(),
+    where = {k: getattr(args, k) for k in ("mode", "role", "scenario", "path")
+             if getattr(args, k)}
+    validate(matrix, args.check, args.model, where, args.subject)
+    named = "-".join(where.values()) or "all"
+    work = args.work or Path(".nox") / f"bisect-{args.check}-{args.model}-{named}"
+    b = Bisect(matrix, args.check, args.model, where, args.subject, work.resolve(),
                args.noxfile.resolve())
     try:
         result = run_bisect(b, args.between[0], args.between[1], args.wheels)
@@ -75,14 +79,14 @@ def cmd_bisect(args: argparse.Namespace, matrix: Matrix) -> int:
         print("[bisect] interrupted; the nox run it started was stopped", file=sys.stderr)
         return 130
     write_json_atomic(work / "result.json", result)
-    print(f"[bisect] {args.check} {args.model} {args.mode} subject {args.subject}: "
+    print(f"[bisect] {args.check} {args.model} {named} subject {args.subject}: "
           f"{len(result['visited'])} of {len(result['candidates'])} releases visited "
           f"in {result['seconds']}s")
     for version, seen in sorted(result["visited"].items(), key=lambda kv: Version(kv[0])):
-        print(f"[bisect]   {version:>8}  {seen['verdict']}  {seen['detail'][:100]}")
+        print(f"[bisect]   {version:>8}  {seen['finding']}  {seen['detail'][:100]}")
     if result["boundary"]:
         print(f"[bisect] boundary: {result['last_same']} -> {result['boundary']} "
-              f"(first release whose verdict differs from {result['candidates'][0]}'s)")
+              f"(first release whose finding differs from {result['candidates'][0]}'s)")
     else:
         print("[bisect] no change: both bounds give the same verdict")
     return 0
@@ -128,14 +132,17 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     report.add_argument("--screenshot", action="store_true",
                         help="also compat.png (top) and compat-scrolled.png (tables), 1280 px")
     report.set_defaults(func=cmd_report)
-    probe = sub.add_parser("probe", help="static API-drift table of every matrix release")
-    probe.add_argument("--cache", type=Path, default=Path(".nox/wheels"), help="wheel cache")
-    probe.add_argument("--out", type=Path, default=Path("reports/probe.json"))
-    probe.set_defaults(func=cmd_probe)
+    drift = sub.add_parser("drift", help="API-drift scan of every matrix release's wheels")
+    drift.add_argument("--cache", type=Path, default=Path(".nox/wheels"), help="wheel cache")
+    drift.add_argument("--out", type=Path, default=Path("reports/drift.json"))
+    drift.set_defaults(func=cmd_drift)
     bisect = sub.add_parser("bisect", help="first mlx-lm release where a verdict changes")
     bisect.add_argument("--check", required=True)
     bisect.add_argument("--model", required=True)
-    bisect.add_argument("--mode", default="", help="mode as recorded (e.g. history)")
+    bisect.add_argument("--mode", default="", help="parity mode (e.g. history)")
+    bisect.add_argument("--role", default="", help="role (patch-status, idempotence, import)")
+    bisect.add_argument("--scenario", default="", help="scenario (glm4v, cache-contract)")
+    bisect.add_argument("--path", default="", help="GLM4V path (inner, outer)")
     bisect.add_argument("--subject", default="none")
     bisect.add_argument("--between", nargs=2, required=True, metavar=("LOW", "HIGH"))
     bisect.add_argument("--work", type=Path, default=None, help="scratch folder")

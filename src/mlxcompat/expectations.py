@@ -18,12 +18,16 @@ from typing import Any
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from mlxcompat.registry import CHECKS, Registry
+from mlxcompat.checks.catalog import CATALOG
+from mlxcompat.records.cell import Environment
+from mlxcompat.records.names import KEYS, VERDICTS
+from mlxcompat.records.rows import ResultRow
+from mlxcompat.registry import Registry
 from mlxcompat.validation import fail, mapping, names, specifier
 
-VERDICTS = ("pass", "fail", "error", "skip")
 PINNED = ("mlx-lm", "mlx", "mlx-vlm")
-NAME_KEYS = ("check", "model", "mode", "subject", "cell", "backend")
+ROW_KEYS = tuple(k for k in KEYS if k != "model")  # keys whose values a check declares
+NAME_KEYS = ("check", *KEYS, "subject", "cell", "backend")
 MATCH_KEYS = (*NAME_KEYS, *PINNED, "device")
 EXPECT_KEYS = {"match", "verdict", "reason", "link", "open", "max_delta", "tokens_equal", "error"}
 _UPPER = ("<", "<=", "==", "===", "~=")
@@ -45,12 +49,12 @@ class Expectation:
     error: str = ""
     device: tuple[str, ...] = field(default_factory=tuple)
 
-    def covers(self, result: dict[str, Any], cell: str, packages: dict[str, str],
-               env: dict[str, Any] | None = None) -> bool:
+    def covers(self, result: ResultRow, cell: str, packages: dict[str, str],
+               env: Environment | None = None) -> bool:
         """Does this entry speak about `result` of base cell `cell` with these packages?"""
-        env = env or {}
-        values = {**{k: str(result.get(k, "")) for k in NAME_KEYS}, "cell": cell,
-                  "backend": str(env.get("backend", ""))}
+        env = env or Environment()
+        values = {"check": result.check, "subject": result.subject, "cell": cell,
+                  "backend": env.backend, **{k: str(getattr(result, k)) for k in KEYS}}
         for key, allowed in self.names.items():
             if values[key] not in allowed:
                 return False
@@ -60,25 +64,22 @@ class Expectation:
                     return False
             except InvalidVersion:
                 return False
-        device = str(env.get("device_name", ""))
+        device = env.device_name
         return not self.device or any(fnmatch.fnmatchcase(device, p) for p in self.device)
 
-    def holds(self, result: dict[str, Any]) -> tuple[bool, str]:
+    def holds(self, result: ResultRow) -> tuple[bool, str]:
         """(True, "") when `result` is what this entry recorded, else (False, why not)."""
-        verdict = result.get("verdict")
-        if verdict != self.verdict:
-            return False, f"{verdict} where {self.verdict} is expected"
-        metrics = result.get("metrics") or {}
+        if result.verdict != self.verdict:
+            return False, f"{result.verdict} where {self.verdict} is expected"
         if self.max_delta is not None:
-            delta = metrics.get("max_abs_delta")
-            if not isinstance(delta, int | float) or delta != delta:
+            delta = result.delta
+            if delta is None or delta != delta:
                 return False, f"no finite |Δ| recorded (bound {self.max_delta:g})"
             if delta > self.max_delta:
                 return False, f"|Δ| {delta:.3g} beyond the recorded bound {self.max_delta:g}"
-        if self.tokens_equal is not None and metrics.get("tokens_equal") is not self.tokens_equal:
-            seen = metrics.get("tokens_equal")
-            return False, f"tokens_equal is {seen}, recorded {self.tokens_equal}"
-        if self.error and not re.search(self.error, str(result.get("detail", ""))):
+        if self.tokens_equal is not None and result.tokens_equal is not self.tokens_equal:
+            return False, f"tokens_equal is {result.tokens_equal}, recorded {self.tokens_equal}"
+        if self.error and not re.search(self.error, result.detail):
             return False, f"error does not match /{self.error}/"
         return True, ""
 
@@ -88,15 +89,24 @@ class Expectation:
         return f"#{self.index} {keys} {versions}".strip()
 
 
-def _known_modes(registry: Registry, checks: tuple[str, ...]) -> list[str] | None:
-    """Every mode the named checks can record; None if one of them takes any mode."""
-    modes: list[str] = []
+def _known_values(registry: Registry, checks: tuple[str, ...], key: str,
+                  path: str) -> list[str] | None:
+    """Every value of `key` the named checks can record; None if one takes any value."""
+    values: list[str] = []
+    offered = False
     for check in checks:
-        allowed = registry.modes(check)
+        declared = CATALOG[check].values(registry)
+        if key not in declared:
+            continue
+        offered = True
+        allowed = declared[key]
         if allowed is None:
             return None
-        modes += [m for m in allowed if m not in modes]
-    return modes
+        values += [v for v in allowed if v not in values]
+    if not offered:
+        raise fail(path, f"no check of {', '.join(checks)} has a {key!r} (checks with one: "
+                   f"{', '.join(c for c, s in CATALOG.items() if key in s.values(registry))})")
+    return values
 
 
 def _has_upper_bound(versions: dict[str, SpecifierSet]) -> bool:
@@ -109,18 +119,20 @@ def parse_expectation(raw: Any, i: int, registry: Registry, subjects: tuple[str,
     raw = mapping(raw, path, EXPECT_KEYS)
     match = mapping(raw.get("match") or {}, f"{path}.match", MATCH_KEYS)
     known: dict[str, tuple[str, ...]] = {
-        "check": CHECKS, "model": tuple(registry.models), "subject": subjects, "cell": cells,
-        "backend": backends,
+        "check": tuple(CATALOG), "model": tuple(registry.models), "subject": subjects,
+        "cell": cells, "backend": backends,
     }
     found: dict[str, tuple[str, ...]] = {}
     for key in ("check", "model", "subject", "cell", "backend"):
         if key in match:
             found[key] = names(match[key], f"{path}.match.{key}", known[key], key)
-    if "mode" in match:
-        allowed = _known_modes(registry, found.get("check", CHECKS))
-        given = match["mode"] if isinstance(match["mode"], list) else [match["mode"]]
-        found["mode"] = names(given, f"{path}.match.mode",
-                              allowed if allowed is not None else map(str, given), "mode")
+    for key in ROW_KEYS:
+        if key in match:
+            where = f"{path}.match.{key}"
+            allowed = _known_values(registry, found.get("check", tuple(CATALOG)), key, where)
+            given = match[key] if isinstance(match[key], list) else [match[key]]
+            found[key] = names(given, where, allowed if allowed is not None
+                               else [str(g) for g in given], key)
     versions = {k: specifier(match[k], f"{path}.match.{k}") for k in PINNED if k in match}
     device = match.get("device", [])
     device = tuple(device if isinstance(device, list) else [device])
@@ -159,8 +171,8 @@ def parse_expectation(raw: Any, i: int, registry: Registry, subjects: tuple[str,
                        device)
 
 
-def first_covering(expectations: tuple[Expectation, ...], result: dict[str, Any], cell: str,
-                   packages: dict[str, str], env: dict[str, Any] | None = None
+def first_covering(expectations: tuple[Expectation, ...], result: ResultRow, cell: str,
+                   packages: dict[str, str], env: Environment | None = None
                    ) -> Expectation | None:
     """The first entry that speaks about `result` (specific entries come first in the file)."""
     return next((e for e in expectations if e.covers(result, cell, packages, env)), None)

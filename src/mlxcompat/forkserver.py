@@ -18,10 +18,11 @@ import json
 import os
 import select
 import sys
+from typing import IO
 
 PRELOAD = ("numpy", "pytest", "pytest_benchmark.plugin", "yaml", "packaging.version",
            "transformers", "transformers.utils.hub", "mlxcompat.plugin", "mlxcompat.registry",
-           "mlxcompat.results")
+           "mlxcompat.errors", "mlxcompat.records.cell")
 # transformers resolves these lazily; mlx-lm's tokenizer_utils touches them at import (0.3 s).
 LAZY_TRANSFORMERS = ("AutoTokenizer", "PreTrainedTokenizerFast", "PreTrainedTokenizerBase")
 
@@ -58,7 +59,7 @@ def _child(request: dict) -> None:
         os._exit(code)
 
 
-def _reap(answer: object) -> None:
+def _reap(answer: IO[str]) -> None:
     while True:
         try:
             pid, status = os.waitpid(-1, os.WNOHANG)

@@ -1,9 +1,11 @@
-"""What a cell's results depend on, hashed, so `--reuse` can skip what did not change.
+"""What a cell's results depend on, hashed, and the one rule `--reuse` applies to them.
 
-A subject is re-run only if one of its inputs changed: the cell's pins (or what a resolved
-cell resolved to), the backend and run options, the harness's own source, the subject's
-entry points and what it installs (a pinned requirement, or the tree hash of a local path;
-for this project's own patch modules, the hash of their folder).
+A subject is re-run only if one of its inputs changed: the cell's releases (pinned, what a
+resolved cell resolved to, or what is installed), the backend, the runner label and the run's
+selection, the harness's own source, the subject's entry points and what it installs (a
+pinned requirement, or the tree hash of a local path; for this project's own patch modules,
+the hash of their folder). nox asks the same rule before installing: a cell whose every
+subject would be reused is not even installed.
 """
 
 from __future__ import annotations
@@ -14,6 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from mlxcompat.matrix import SubjectSpec
+from mlxcompat.records.cell import CellDoc, Inputs
+
+RELEASES = ("mlx-lm", "mlx", "mlx-vlm")
 
 PACKAGE = Path(__file__).resolve().parent
 _SKIP_PARTS = {"__pycache__", ".git", ".nox", ".venv", "node_modules"}
@@ -49,6 +54,28 @@ def subject_inputs(subject: SubjectSpec, base: Path) -> dict[str, Any]:
     if trees:
         record["trees"] = trees
     return record
+
+
+def cell_inputs(pins: dict[str, str], backend: str, label: str, selection: dict[str, Any],
+                subjects: list[SubjectSpec], base: Path) -> Inputs:
+    """The inputs of one cell run: one digest for the cell, one per subject."""
+    releases = {k: pins[k] for k in RELEASES if k in pins}
+    cell = digest({"pins": releases, "backend": backend, "label": label,
+                   "selection": selection, "harness": harness_hash()})
+    return Inputs(cell=cell, subjects={s.name: digest(subject_inputs(s, base))
+                                       for s in subjects})
+
+
+def reused_subjects(previous: CellDoc | None, inputs: Inputs) -> tuple[str, ...]:
+    """Subjects whose previous rows stand for this run: the previous document is complete,
+    its cell inputs are these, the subject's are too, and the subject finished (no `run`
+    error row). Everything else runs."""
+    if previous is None or not previous.complete or previous.inputs.cell != inputs.cell:
+        return ()
+    unfinished = {r.subject for r in previous.results if r.check == "run"}
+    return tuple(name for name, value in inputs.subjects.items()
+                 if previous.inputs.subjects.get(name) == value and name not in unfinished
+                 and name in previous.subjects)
 
 
 def digest(value: Any) -> str:

@@ -13,16 +13,22 @@ from typing import Any
 
 import yaml
 
+from mlxcompat.checks.catalog import CATALOG, DEFAULT_CHECKS, selectable
 from mlxcompat.expectations import PINNED, Expectation, first_covering, parse_expectation
+from mlxcompat.records.cell import Environment
+from mlxcompat.records.rows import ResultRow
 from mlxcompat.registry import Registry, RegistryError, build_registry
-from mlxcompat.settings import parse_settings
+from mlxcompat.settings import BenchProfile, Settings, parse_settings
 from mlxcompat.validation import MatrixError, fail, mapping, names, version
 
 __all__ = ["Cell", "Matrix", "MatrixError", "SubjectSpec", "load_matrix", "parse_matrix"]
 
-SCHEMA = 2
-DEFAULT_CHECKS = ("parity", "cache-contract", "glm4v", "patch-status", "idempotence")
-RUNNABLE_CHECKS = DEFAULT_CHECKS
+SCHEMA = 3
+# What changed from schema 2, for the one-line refusal of an old file.
+SCHEMA_2_FIX = ("in expectations, `match.mode` of import / patch-status / idempotence is now "
+                "`role`, of glm4v `scenario` + `path` (`padded/inner` -> scenario: padded, "
+                "path: inner), of cache-contract `scenario`, of upstream-suite `test`; a bench "
+                "profile's `gate` is now `gating`; then set `schema: 3`")
 _TOP = {"schema", "settings", "backends", "subjects", "models", "roles", "checks", "defaults",
         "cells", "runners", "expectations"}
 _PLATFORMS = ("linux", "darwin")
@@ -96,7 +102,7 @@ class Runner:
 
 @dataclass(frozen=True)
 class Matrix:
-    settings: dict[str, Any]
+    settings: Settings
     backends: dict[str, Backend]
     subjects: dict[str, SubjectSpec]
     cells: tuple[Cell, ...]
@@ -113,7 +119,7 @@ class Matrix:
         raise MatrixError(f"no cell {cell_id!r}; known: {', '.join(c.id for c in self.cells)}")
 
     def backend(self, name: str | None = None) -> Backend:
-        name = name or self.settings["backend"]
+        name = name or self.settings.backend
         if name not in self.backends:
             raise MatrixError(f"no backend {name!r}; known: {', '.join(self.backends)}")
         return self.backends[name]
@@ -127,21 +133,21 @@ class Matrix:
                               f"{', '.join(chosen.requirement)}")
         return chosen.requirement[key]
 
-    def bench_profile(self, name: str | None = None) -> dict[str, Any] | None:
+    def bench_profile(self, name: str | None = None) -> BenchProfile | None:
         """The named throughput profile (default: settings.bench.default); None for `off`."""
-        bench = self.settings["bench"]
-        name = name or bench["default"]
+        bench = self.settings.bench
+        name = name or bench.default
         if name == "off":
             return None
-        if name not in bench["profiles"]:
+        if name not in bench.profiles:
             raise MatrixError(f"no bench profile {name!r}; known: off, "
-                              f"{', '.join(bench['profiles'])}")
-        profile = bench["profiles"][name]
-        return {"name": name, **profile, "models": list(profile.get("models", bench["models"]))}
+                              f"{', '.join(bench.profiles)}")
+        return bench.profiles[name]
 
-    def expectation_for(self, result: dict[str, Any], cell: str, packages: dict[str, str],
-                        env: dict[str, Any] | None = None) -> Expectation | None:
-        return first_covering(self.expectations, result, cell.split("@", 1)[0], packages, env)
+    def expectation_for(self, result: ResultRow, base: str, packages: dict[str, str],
+                        env: Environment | None = None) -> Expectation | None:
+        """The first expectation that covers `result` of matrix cell `base`."""
+        return first_covering(self.expectations, result, base, packages, env)
 
     def cells_for(self, label: str = "", tag: str = "", only: tuple[str, ...] = ()
                   ) -> tuple[Cell, ...]:
@@ -261,27 +267,38 @@ def _runners(raw: Any, cells: tuple[Cell, ...], backends: dict[str, Backend],
     return runners
 
 
+def _role_checks(registry: Registry) -> None:
+    """A role may answer for the checks of the catalog only."""
+    for role in registry.roles.values():
+        for i, check in enumerate(role.checks):
+            if check not in CATALOG:
+                raise fail(f"roles.{role.name}.checks[{i}]",
+                           f"unknown check {check!r}; known: {', '.join(CATALOG)}")
+
+
 def parse_matrix(data: Any, path: Path | None = None) -> Matrix:
     """Validate an already-parsed matrix document."""
     data = mapping(data, "<top>", _TOP)
+    if data.get("schema") == 2:
+        raise fail("schema", f"2; this mlxcompat reads schema {SCHEMA}: {SCHEMA_2_FIX}")
     if data.get("schema") != SCHEMA:
-        raise fail("schema", f"{data.get('schema')!r}; this mlxcompat reads schema {SCHEMA} "
-                   "(schema 2 declares models and roles as mappings; see README)")
+        raise fail("schema", f"{data.get('schema')!r}; this mlxcompat reads schema {SCHEMA}")
     try:
         registry = build_registry(data.get("models"), data.get("roles"))
     except RegistryError as exc:
         raise MatrixError(f"matrix.yaml: {exc}") from None
+    _role_checks(registry)
     settings = parse_settings(data.get("settings"), registry)
     backends = _backends(data.get("backends"))
-    if settings["backend"] not in backends:
-        raise fail("settings.backend", f"{settings['backend']!r}; known: {', '.join(backends)}")
+    if settings.backend not in backends:
+        raise fail("settings.backend", f"{settings.backend!r}; known: {', '.join(backends)}")
     subjects = _subjects(data.get("subjects"), registry)
-    checks = names(data.get("checks", list(DEFAULT_CHECKS)), "checks", RUNNABLE_CHECKS, "check")
+    checks = names(data.get("checks", list(DEFAULT_CHECKS)), "checks", selectable(), "check")
     defaults = mapping(data.get("defaults") or {}, "defaults", {"subjects", "models"})
     raw_cells = data.get("cells")
     if not isinstance(raw_cells, list) or not raw_cells:
         raise fail("cells", "expected a non-empty list of cells")
-    cells = tuple(_cell(c, i, defaults, subjects, registry, int(settings["timeout_s"]))
+    cells = tuple(_cell(c, i, defaults, subjects, registry, int(settings.timeout_s))
                   for i, c in enumerate(raw_cells))
     seen: dict[str, int] = {}
     for i, c in enumerate(cells):

@@ -4,7 +4,7 @@
     from mlxcompat.nox import sessions
     sessions(matrix="matrix.yaml")
 
-registers `matrix` (one session per cell, tagged as in matrix.yaml), `probe` and `report`
+registers `matrix` (one session per cell, tagged as in matrix.yaml), `drift` and `report`
 (run after the cells), and the maintenance sessions `releases` and `bisect`. This
 repository's own noxfile is built from it too. Every list of releases comes from the matrix.
 Environment overrides: MLXCOMPAT_MATRIX, MLXCOMPAT_RAW, MLXCOMPAT_LABEL (runner label, files
@@ -28,7 +28,9 @@ import nox
 
 from mlxcompat.installs import harness_requirement, install_key
 from mlxcompat.matrix import Cell, Matrix, load_matrix
-from mlxcompat.results import empty_cell, write_json_atomic
+from mlxcompat.records.cell import CellDoc, InstallRecord, SubjectInstall
+from mlxcompat.records.files import write_json_atomic
+from mlxcompat.records.names import cell_name
 
 RUN_ID = os.environ.setdefault("MLXCOMPAT_RUN_ID", uuid.uuid4().hex[:12])
 REPORT_FLAGS = ("--accept", "--no-html", "--screenshot", "--annotations")
@@ -69,8 +71,8 @@ class Sessions:
         self.matrix: Matrix = load_matrix(self.matrix_file)
         self.raw = Path(os.environ.get("MLXCOMPAT_RAW", raw)).resolve()
         self.label = os.environ.get("MLXCOMPAT_LABEL", "")
-        self.backend = os.environ.get("MLXCOMPAT_BACKEND", self.matrix.settings["backend"])
-        self.python = python or self.matrix.settings["python"]
+        self.backend = os.environ.get("MLXCOMPAT_BACKEND", self.matrix.settings.backend)
+        self.python = python or self.matrix.settings.python
         self.ran: list[str] = []  # the cells this nox invocation ran (the report needs them)
         self._resolving: dict[str, Future[dict[str, str]]] = {}
 
@@ -95,7 +97,7 @@ class Sessions:
         reqs = [f"{name}=={v}" for name, v in pins.items() if name != "mlx"]
         return [*reqs, template.format(v=pins["mlx"])], pins
 
-    def install_cell(self, session: nox.Session, cell: Cell, log: Path) -> dict[str, Any]:
+    def install_cell(self, session: nox.Session, cell: Cell, log: Path) -> InstallRecord:
         """Install the harness, the cell's pins, and each subject (requirements into a folder
         of their own, --no-deps; local paths editable, --no-deps).
 
@@ -103,15 +105,15 @@ class Sessions:
         editable) are unchanged since its last complete install is not installed again.
         """
         start = time.perf_counter()
-        record: dict[str, Any] = {"status": "ok", "subjects": {}, "backend": self.backend,
-                                  "harness": harness_requirement()}
+        record = InstallRecord(backend=self.backend, harness=harness_requirement())
         venv = Path(session.virtualenv.location)
         try:
-            record["requirements"], record["resolved"] = self.cell_requirements(cell)
+            record.requirements, record.resolved = self.cell_requirements(cell)
         except Exception as exc:  # resolution
-            record.update(status="failed", error=str(exc), seconds=0.0, log_tail=str(exc))
+            record.ok, record.error, record.seconds = False, str(exc), 0.0
+            record.log_tail = str(exc)
             return record
-        plan: list[tuple[str, list[str]]] = [("", [*record["harness"], *record["requirements"]])]
+        plan: list[tuple[str, list[str]]] = [("", [*record.harness, *record.requirements])]
         for name in cell.subjects:
             spec = self.matrix.subjects[name]
             if spec.requirements:
@@ -124,66 +126,94 @@ class Sessions:
         marker = venv / "mlxcompat-install.json"
         done = json.loads(marker.read_text()) if marker.exists() else {}
         if done.get("key") == key:
-            record.update(subjects=done["subjects"], seconds=0.0, reused=True,
-                          log_tail="install inputs unchanged since the last install: skipped")
+            record.subjects = {n: SubjectInstall(ok=True) for n in done["subjects"]}
+            record.seconds, record.reused = 0.0, True
+            record.log_tail = "install inputs unchanged since the last install: skipped"
             return record
         marker.unlink(missing_ok=True)
         for name, args in plan:
-            if record["status"] != "ok":
+            if not record.ok:
                 break
             try:
                 _install(session, log, *args)
                 if name:
-                    record["subjects"][name] = "ok"
+                    record.subjects[name] = SubjectInstall(ok=True)
             except Exception as exc:  # nox.command.CommandFailed, or the installer missing
                 tail = [ln.strip() for ln in log.read_text(errors="replace").splitlines()
                         if ln.strip()][-3:] if log.exists() else []
                 why = f"{exc}: {' | '.join(tail)}" if tail else str(exc)
                 if not name:
-                    record.update(status="failed", error=why)
+                    record.ok, record.error = False, why
                 else:
-                    record["subjects"][name] = f"failed: {why}"
-        record["seconds"] = round(time.perf_counter() - start, 2)
+                    record.subjects[name] = SubjectInstall(ok=False, error=f"failed: {why}")
+        record.seconds = round(time.perf_counter() - start, 2)
         lines = log.read_text(errors="replace").splitlines() if log.exists() else []
-        record["log_tail"] = "\n".join(lines[-25:])
-        if record["status"] == "ok" and all(v == "ok" for v in record["subjects"].values()):
-            marker.write_text(json.dumps({"key": key, "subjects": record["subjects"]}))
+        record.log_tail = "\n".join(lines[-25:])
+        if record.ok and all(v.ok for v in record.subjects.values()):
+            marker.write_text(json.dumps({"key": key, "subjects": list(record.subjects)}))
         return record
 
     def run_matrix(self, session: nox.Session, cell_id: str) -> None:
+        from mlxcompat.runplan import plan, selection_parser
+
         if os.environ.get("MLXCOMPAT_SKIP_REPORT") != "1":
-            session.notify("probe")
+            session.notify("drift")
             session.notify("report")
         cell = self.matrix.cell(cell_id)
         self.ran.append(cell_id)
         if any(c.resolve for c in self.matrix.cells):
             self.resolution(next(c for c in self.matrix.cells if c.resolve))  # start early
-        name = f"{cell_id}@{self.label}" if self.label else cell_id
+        name = cell_name(cell_id, self.label)
         out = self.raw / f"{name}.json"
-        posargs = split_posargs(session.posargs)[0]
-        if "--reuse" in posargs and self.reusable(cell, out, posargs):
-            print(f"[mlxcompat] {name}: reused (inputs unchanged since run "
-                  f"{json.loads(out.read_text()).get('run_id')})")
-            return
+        args = selection_parser().parse_args(split_posargs(session.posargs)[0])
+        if args.reuse:
+            reused = self.reused(session, cell, out, args)
+            if reused:
+                print(f"[mlxcompat] {name}: reused (inputs unchanged since run {reused})")
+                return
         for stale in (out, out.with_name(f"{name}.bench.json")):
             stale.unlink(missing_ok=True)  # a crash must never leave old results standing
         venv = Path(session.virtualenv.location)
         log = venv / "install.log"
         log.write_text("")
         install = self.install_cell(session, cell, log)
-        print(f"[mlxcompat] {name}: install {install['status']} in {install['seconds']}s")
-        if install["status"] != "ok":
-            doc = empty_cell(name)
-            doc.update(install=install, run_id=RUN_ID, complete=True)
-            write_json_atomic(out, doc)
-            session.warn(f"{name}: install failed; wrote {out}:\n{install['log_tail']}")
+        print(f"[mlxcompat] {name}: install {'ok' if install.ok else 'failed'} in "
+              f"{install.seconds}s")
+        if not install.ok:
+            doc = CellDoc(cell=name, install=install, run_id=RUN_ID, complete=True)
+            write_json_atomic(out, doc.to_json())
+            session.warn(f"{name}: install failed; wrote {out}:\n{install.log_tail}")
             return
-        install["inputs"] = self.inputs(cell, posargs, install)
-        (venv / "install.json").write_text(json.dumps(install))
-        session.run("mlxcompat", "--matrix", str(self.matrix_file), "run", "--cell", name,
-                    "--out", str(out), "--install-json", str(venv / "install.json"),
-                    "--subject-dir", str(venv / "subjects"), "--backend", self.backend,
-                    "--run-id", RUN_ID, *posargs, env={"HF_HUB_OFFLINE": "1"})
+        run = plan(self.matrix, cell_id, args, label=self.label, backend=self.backend, out=out,
+                   pins=install.resolved or dict(cell.pins), run_id=RUN_ID, install=install,
+                   subject_dir=str(venv / "subjects"))
+        cell_run = run.write(venv / "cell-run.json")
+        session.run("mlxcompat", "--matrix", str(self.matrix_file), "run", "--cell-run",
+                    str(cell_run), env={"HF_HUB_OFFLINE": "1"})
+
+    def reused(self, session: nox.Session, cell: Cell, out: Path, args: Any) -> str:
+        """The run id of the cell's last result when every subject of it can be reused
+        (a resolved cell is resolved again first: reused only while it resolves to the same
+        releases); '' when the cell must run."""
+        from mlxcompat.inputs import reused_subjects
+        from mlxcompat.records.base import RecordError
+        from mlxcompat.records.cell import read_cell
+        from mlxcompat.runplan import plan
+
+        try:
+            old = read_cell(out) if out.exists() else None
+            pins = self.cell_requirements(cell)[1] if cell.resolve else dict(cell.pins)
+        except (RecordError, RuntimeError):  # unreadable, or the resolution failed: run it
+            return ""
+        if old is None:
+            return ""
+        run = plan(self.matrix, cell.id, args, label=self.label, backend=self.backend,
+                   out=out, pins=pins, run_id=RUN_ID)
+        if set(reused_subjects(old, run.inputs)) != set(run.subjects):
+            return ""
+        old.reused_by = RUN_ID
+        write_json_atomic(out, old.to_json())
+        return old.run_id
 
     def run_upstream(self, session: nox.Session, cell_id: str) -> None:
         args = list(session.posargs)
@@ -191,51 +221,21 @@ class Sessions:
         subject = self.matrix.subjects.get(name)
         if subject is None:
             session.error(f"no subject {name!r} in {self.matrix_file.name}")
+            return
         cell = self.matrix.cell(cell_id)
         venv = Path(session.virtualenv.location)
         log = venv / "install.log"
         log.write_text("")
         install = self.install_cell(session, cell, log)
-        if install["status"] != "ok" or install["subjects"].get(name, "ok") != "ok":
-            session.error(f"{cell_id}: install failed:\n{install.get('log_tail', '')}")
+        installed = install.subjects.get(name)
+        if not install.ok or (installed is not None and not installed.ok):
+            session.error(f"{cell_id}: install failed:\n{install.log_tail}")
         session.run("python", "-m", "mlxcompat.upstream_suite", "--cell", cell_id,
                     "--subject", name, "--entry-points", json.dumps(subject.entry_points),
                     "--subject-path", str(venv / "subjects" / name),
                     "--cache", str(Path(".nox", "sdists").resolve()),
                     "--out", str(self.raw / f"{cell_id}.upstream.{name}.json"),
                     env={"HF_HUB_OFFLINE": "1"})
-
-    def inputs(self, cell: Cell, posargs: list[str], install: dict[str, Any] | None
-               ) -> dict[str, Any]:
-        """The inputs `mlxcompat run` records and `--reuse` compares (see mlxcompat.inputs)."""
-        from mlxcompat.inputs import digest, harness_hash, subject_inputs
-
-        pins = (install or {}).get("resolved") or dict(cell.pins)
-        options = [a for a in posargs if a not in ("--reuse",) and not a.startswith("-j")]
-        return {"cell": digest({"pins": pins, "backend": self.backend, "label": self.label,
-                                "options": options, "harness": harness_hash()}),
-                "subjects": {s: digest(subject_inputs(self.matrix.subjects[s],
-                                                      self.matrix.source_dir()))
-                             for s in cell.subjects}}
-
-    def reusable(self, cell: Cell, out: Path, posargs: list[str]) -> bool:
-        """The cell's last complete result has the same inputs (a resolved cell is resolved
-        again first: reused only while it resolves to the same releases)."""
-        if not out.exists():
-            return False
-        try:
-            old = json.loads(out.read_text(encoding="utf-8"))
-            resolved = self.cell_requirements(cell)[1] if cell.resolve else None
-        except Exception:  # unreadable JSON, or the resolution failed: run the cell
-            return False
-        now = self.inputs(cell, posargs, {"resolved": resolved} if resolved else None)
-        if not old.get("complete") or old.get("inputs") != now:
-            return False
-        if any(r.get("check") == "run" for r in old.get("results", [])):
-            return False
-        old["reused_by"] = RUN_ID
-        write_json_atomic(out, old)
-        return True
 
 
 def sessions(matrix: str | Path = "matrix.yaml", raw: str | Path = "reports/raw",
@@ -244,23 +244,23 @@ def sessions(matrix: str | Path = "matrix.yaml", raw: str | Path = "reports/raw"
     s = Sessions(matrix, raw, python)
     nox.options.default_venv_backend = "uv|virtualenv"
     nox.options.reuse_venv = "yes"
-    nox.options.sessions = ["matrix", "probe", "report"]
+    nox.options.sessions = ["matrix", "drift", "report"]
     order = sorted(s.matrix.cells, key=lambda c: bool(c.resolve))  # resolved cells last
     cells = [nox.param(c.id, id=c.id, tags=list(c.tags)) for c in order]
 
-    @nox.session(python=s.python)
+    @nox.session(name="matrix", python=s.python)
     @nox.parametrize("cell", cells)
-    def matrix(session: nox.Session, cell: str) -> None:
+    def matrix_session(session: nox.Session, cell: str) -> None:
         """One cell of matrix.yaml: install its releases, run every check, write its JSON."""
         s.run_matrix(session, cell)
 
     @nox.session(python=s.python)
-    def probe(session: nox.Session) -> None:
-        """Static API-drift table of every release, and each subject's declared range."""
+    def drift(session: nox.Session) -> None:
+        """The API-drift scan of every release's wheel, and each subject's declared range."""
         session.install(*harness_requirement())
-        session.run("mlxcompat", "--matrix", str(s.matrix_file), "probe", "--cache",
+        session.run("mlxcompat", "--matrix", str(s.matrix_file), "drift", "--cache",
                     str(Path(".nox", "wheels").resolve()), "--out",
-                    str(s.raw.parent / "probe.json"))
+                    str(s.raw.parent / "drift.json"))
 
     @nox.session(python=s.python)
     def report(session: nox.Session) -> None:

@@ -2,25 +2,60 @@
 
 Inert unless `--mlxcompat-run=<spec.json>` names a run (so installing mlxcompat never touches
 another project's test sessions). The subject is applied at session start, before any model
-code runs, because patches are process state. Test cases come from the spec (the matrix's
-models, roles, checks and modes), one collected test per result row; the partial document
-is rewritten atomically after every test, so a crash keeps what ran. Every collected test
-ends with exactly one row: a test that raised outside its check is an `error` row.
+code runs, because patches are process state. Test cases come from the catalog of checks
+(`checks.catalog`) for the spec's models and roles, one collected test per result row; the
+partial cell document is rewritten atomically after every test, so a crash keeps what ran.
+Every collected test ends with exactly one row: a test that raised outside its check is an
+`error` row (a `failed` bench row for a throughput case).
 """
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from mlxcompat.results import VERDICTS, CheckResult, empty_cell, write_json_atomic
+from mlxcompat.checks.catalog import CATALOG
+from mlxcompat.checks.spec import Case, Context
+from mlxcompat.records.bench import BenchRow, FailedBench
+from mlxcompat.records.cell import CellDoc, Seconds, SubjectCounts
+from mlxcompat.records.files import write_json_atomic
+from mlxcompat.records.names import VERDICTS
+from mlxcompat.records.need import NeedRecord
+from mlxcompat.records.rows import ResultRow
+from mlxcompat.registry import Registry
 from mlxcompat.spec import SubjectRun
+from mlxcompat.suite.cases import BenchCase, bench_cases, check_cases
 
-_KEY = pytest.StashKey[dict[str, Any]]()
+
+@dataclass
+class RunState:
+    """This process's run: its spec, the document it writes, and progress counters."""
+
+    spec: SubjectRun
+    registry: Registry
+    device: dict[str, Any]
+    doc: CellDoc
+    broken: str = ""  # why the subject cannot be measured ("" when its patches applied)
+    counts: dict[tuple[str, str], Counter] = field(default_factory=dict)
+    total: Counter = field(default_factory=Counter)
+    group: tuple[str, str] | None = None
+    clock: dict[str, float] = field(default_factory=dict)
+    need: NeedRecord | None = None
+
+    def save(self) -> None:
+        write_json_atomic(Path(self.spec.out), self.doc.to_json())
+
+    def line(self, text: str) -> None:
+        print(f"\n[mlxcompat] {self.spec.cell} {self.spec.subject}: {text}", flush=True)
+
+
+_STATE = pytest.StashKey[RunState]()
 _RECORDED = pytest.StashKey[bool]()
 
 
@@ -30,25 +65,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="JSON spec of one subject run (written by `mlxcompat run`)")
 
 
-def _state(config: pytest.Config) -> dict[str, Any] | None:
-    return config.stash.get(_KEY, None)
+def _state(config: pytest.Config) -> RunState | None:
+    return config.stash.get(_STATE, None)
 
 
 def pytest_configure(config: pytest.Config) -> None:
     path = config.getoption("--mlxcompat-run")
     if not path:
         return
-    import time
-
     started = time.monotonic()
     from mlxcompat.drivers.device import select_device
 
     spec = SubjectRun.read(path)
     device = select_device(spec.device, spec.force_cpu)
-    doc = empty_cell(spec.cell)
-    config.stash[_KEY] = {"spec": spec, "registry": spec.registry(), "device": device,
-                          "doc": doc, "counts": {}, "total": Counter(), "group": None,
-                          "broken": "", "clock": {"configure": started}}
+    config.stash[_STATE] = RunState(spec, spec.registry(), device, CellDoc(cell=spec.cell),
+                                    clock={"configure": started})
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
@@ -58,66 +89,71 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     from mlxcompat.drivers.environment import describe_environment
     from mlxcompat.subjects import apply_subject
 
-    spec: SubjectRun = state["spec"]
-    state["doc"]["env"] = {**describe_environment(), **state["device"]}
-    if spec.host_probe and not spec.entry_points:
+    spec = state.spec
+    state.doc.env = describe_environment().model_copy(update=state.device)
+    if spec.hosts_need_probe and not spec.entry_points:
         # A subject without patches is a clean process: the need probe runs here, first.
-        from mlxcompat.drivers.need import probe_needs
+        from mlxcompat.checks.need import probe_needs
 
-        write_json_atomic(Path(spec.probe), probe_needs())
+        write_json_atomic(Path(spec.need_path), probe_needs().to_json())
     if spec.install_error:
-        state["broken"] = f"subject did not install: {spec.install_error}"
+        state.broken = f"subject did not install: {spec.install_error}"
     else:
-        rows = apply_subject(spec.subject, spec.entry_points, state["registry"].roles)
-        state["doc"]["patches"] = rows
-        failed = [r for r in rows if r["status"] == "error"]
+        state.doc.patches = apply_subject(spec.subject, spec.entry_points,
+                                          state.registry.roles)
+        failed = [p for p in state.doc.patches if p.observed == "error"]
         if failed:
-            state["broken"] = "; ".join(f"entry point {r['patch']} failed: {r['detail']}"
-                                        for r in failed)
-    _save(session.config)
-
-
-def _save(config: pytest.Config) -> None:
-    state = _state(config)
-    if state is not None:
-        write_json_atomic(Path(state["spec"].out), state["doc"])
-
-
-def _line(state: dict[str, Any], text: str) -> None:
-    spec = state["spec"]
-    print(f"\n[mlxcompat] {spec.cell} {spec.subject}: {text}", flush=True)
+            state.broken = "; ".join(f"entry point {p.role} failed: {p.detail}"
+                                     for p in failed)
+    state.save()
 
 
 def _counts(counter: Counter) -> str:
     return " ".join(f"{v}={counter.get(v, 0)}" for v in VERDICTS)
 
 
-def _flush_group(state: dict[str, Any]) -> None:
+def _flush_group(state: RunState) -> None:
     """One progress line per finished (check, model) group, with running totals."""
-    if state["group"] is None:
+    if state.group is None:
         return
-    check, model = state["group"]
-    group = state["counts"][check][model]
-    _line(state, f"{check} {model or '-'}: {_counts(group)} | total {_counts(state['total'])}")
-    state["group"] = None
+    check, model = state.group
+    state.line(f"{check} {model or '-'}: {_counts(state.counts[state.group])} | total "
+               f"{_counts(state.total)}")
+    state.group = None
 
 
-def _note(state: dict[str, Any], result: CheckResult) -> None:
-    if state["group"] not in (None, (result.check, result.model)):
-        _flush_group(state)
-    state["group"] = (result.check, result.model)
-    state["counts"].setdefault(result.check, {}).setdefault(result.model, Counter())
-    state["counts"][result.check][result.model][result.verdict] += 1
-    state["total"][result.verdict] += 1
-
-
-def _append(item: pytest.Item, result: CheckResult) -> None:
-    state = _state(item.config)
-    assert state is not None
-    state["doc"]["results"].append(result.to_json())
+def _append(item: pytest.Item, state: RunState, result: ResultRow) -> None:
+    state.doc.results.append(result)
     item.stash[_RECORDED] = True
-    _note(state, result)
-    _save(item.config)
+    group = (result.check, result.model)
+    if state.group not in (None, group):
+        _flush_group(state)
+    state.group = group
+    state.counts.setdefault(group, Counter())[result.verdict] += 1
+    state.total[result.verdict] += 1
+    state.save()
+
+
+def _need(state: RunState) -> NeedRecord:
+    """The need probe's record of this cell, waited for (it runs beside the subjects; the
+    rows that read it come after the behaviour checks)."""
+    if state.need is not None:
+        return state.need
+    spec = state.spec
+    if not spec.need_path:
+        state.need = NeedRecord(error="no need probe ran for this cell")
+        return state.need
+    path = Path(spec.need_path)
+    done = path.with_suffix(".done")
+    while not path.exists() and not done.exists():
+        time.sleep(0.2)
+    if path.exists():
+        import json
+
+        state.need = NeedRecord.from_json(json.loads(path.read_text(encoding="utf-8")))
+    else:
+        state.need = NeedRecord(error=done.read_text(encoding="utf-8"))
+    return state.need
 
 
 @pytest.fixture(scope="session")
@@ -125,54 +161,26 @@ def mlxcompat_run(request: pytest.FixtureRequest) -> SubjectRun:
     state = _state(request.config)
     if state is None:
         pytest.skip("not an mlxcompat run (no --mlxcompat-run)")
-    return state["spec"]
+    return state.spec
 
 
 @pytest.fixture(scope="session")
-def registry(request: pytest.FixtureRequest) -> Any:
+def registry(request: pytest.FixtureRequest) -> Registry | None:
     state = _state(request.config)
-    return state["registry"] if state else None
+    return state.registry if state else None
 
 
 @pytest.fixture(scope="session")
-def subject_name(mlxcompat_run: SubjectRun) -> str:
-    return mlxcompat_run.subject
-
-
-@pytest.fixture(scope="session")
-def tolerance(mlxcompat_run: SubjectRun) -> float:
-    return float(mlxcompat_run.tolerance)
-
-
-@pytest.fixture(scope="session")
-def patch_rows(request: pytest.FixtureRequest) -> dict[str, dict[str, Any]]:
+def check_context(request: pytest.FixtureRequest, mlxcompat_run: SubjectRun) -> Context:
     state = _state(request.config)
-    return {r["patch"]: r for r in state["doc"]["patches"]} if state else {}
-
-
-@pytest.fixture(scope="session")
-def capabilities(mlxcompat_run: SubjectRun) -> dict[str, Any]:
-    """The clean-process probe of this cell (empty when none was run).
-
-    The probe runs beside the subjects; these rows come after the correctness checks, and
-    wait for its record if it is not written yet.
-    """
-    import json
-    import time
-
-    if not mlxcompat_run.probe:
-        return {}
-    path = Path(mlxcompat_run.probe)
-    done = path.with_suffix(".done")
-    while not path.exists() and not done.exists():
-        time.sleep(0.2)
-    if not path.exists():
-        return {"error": done.read_text(encoding="utf-8")}
-    return dict(json.loads(path.read_text(encoding="utf-8")))
+    assert state is not None
+    return Context(mlxcompat_run.subject, state.registry, float(mlxcompat_run.tolerance),
+                   mlxcompat_run.install_error, {p.role: p for p in state.doc.patches},
+                   lambda: _need(state))
 
 
 @pytest.fixture
-def record(request: pytest.FixtureRequest) -> Callable[[CheckResult], None]:
+def record(request: pytest.FixtureRequest) -> Callable[[ResultRow], None]:
     """Record a result in the cell JSON and turn its verdict into the pytest outcome.
 
     For a subject that did not install or whose entry point failed, the test is not run:
@@ -181,17 +189,18 @@ def record(request: pytest.FixtureRequest) -> Callable[[CheckResult], None]:
     state = _state(request.config)
     item = request.node
 
-    def _record(result: CheckResult) -> None:
-        _append(item, result)
+    def _record(result: ResultRow) -> None:
+        assert state is not None
+        _append(item, state, result)
         if result.verdict == "skip":
             pytest.skip(result.detail)
         if result.verdict in ("fail", "error"):
             pytest.fail(f"{result.verdict}: {result.detail}", pytrace=False)
 
-    if state and state["broken"] and not getattr(request.function, "runs_when_broken", False):
-        check, mode, model = _identity(item)
-        _record(CheckResult(check, "error", mode, model, state["spec"].subject,
-                            detail=f"not run: {state['broken']}"))
+    case = getattr(getattr(item, "callspec", None), "params", {}).get("case")
+    if state and state.broken and isinstance(case, Case) \
+            and not CATALOG[case.check].runs_when_broken:
+        _record(case.row(state.spec.subject, "error", f"not run: {state.broken}"))
     return _record
 
 
@@ -199,84 +208,78 @@ def record(request: pytest.FixtureRequest) -> Callable[[CheckResult], None]:
 def broken_reason(request: pytest.FixtureRequest) -> str:
     """Why this subject cannot be measured ('' when its patches applied)."""
     state = _state(request.config)
-    return state["broken"] if state else ""
+    return state.broken if state else ""
 
 
 @pytest.fixture(scope="session")
 def backend(request: pytest.FixtureRequest) -> str:
     state = _state(request.config)
-    return str(state["doc"]["env"].get("backend", "cpu")) if state else "cpu"
+    return state.doc.env.backend or "cpu" if state else "cpu"
 
 
 @pytest.fixture(scope="session")
-def bench_gate(request: pytest.FixtureRequest, mlxcompat_run: SubjectRun) -> Any:
-    """This worker's side of the runner's turn gate (every turn granted when run by hand)."""
-    from mlxcompat.gate import gate_from
+def turn_taker(mlxcompat_run: SubjectRun) -> Any:
+    """This worker's side of the runner's turn-taking (every turn granted by hand)."""
+    from mlxcompat.turns import turn_taker_from
 
-    gate = gate_from(mlxcompat_run.gate, mlxcompat_run.bench_cpu)
-    state = _state(request.config)
-    if state is not None:
-        state["gate"] = gate
-    return gate
+    return turn_taker_from(mlxcompat_run.turn_ends, mlxcompat_run.bench_cpu)
 
 
 @pytest.fixture
-def record_bench(request: pytest.FixtureRequest) -> Callable[[dict[str, Any]], None]:
+def record_bench(request: pytest.FixtureRequest) -> Callable[[BenchRow], None]:
     """Append a throughput row to the cell JSON (written at once, like verdicts)."""
     state = _state(request.config)
     item = request.node
 
-    def _record(row: dict[str, Any]) -> None:
+    def _record(row: BenchRow) -> None:
         assert state is not None
-        state["doc"]["bench"].append(row)
+        state.doc.bench.append(row)
         item.stash[_RECORDED] = True
-        _save(request.config)
+        state.save()
 
     return _record
 
 
-BENCH_CHECKS = ("throughput", "sequential")
-# Correctness first, then the subject's own rows (they wait for the clean-process probe),
-# then the timed rounds: nothing else runs in this process while it is measured.
-_ORDER = {"install": 0, "import": 0, "patch-status": 3, "idempotence": 3, "throughput": 8,
-          "sequential": 9}
+def _params(item: pytest.Item) -> dict[str, Any]:
+    return dict(getattr(getattr(item, "callspec", None), "params", {}))
+
+
+def _order(item: pytest.Item) -> int:
+    """Correctness first, then the subject's own rows (they wait for the need probe), then
+    the timed rounds: nothing else runs in this process while it is measured."""
+    params = _params(item)
+    if isinstance(params.get("case"), Case):
+        return CATALOG[params["case"].check].order
+    bench = params.get("bench_case")
+    return 20 if isinstance(bench, BenchCase) and bench.kind == "sequential" else 10
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Drop the placeholder pytest makes for a check with no case here; order the rest."""
+    """Drop the placeholder pytest makes for a test with no case here; order the rest."""
     if _state(config) is None:
         return
-    from mlxcompat.suite.cases import Case
-
-    empty = [i for i in items if "case" in getattr(i, "fixturenames", ())
-             and not isinstance(getattr(getattr(i, "callspec", None), "params", {}).get("case"),
-                                Case)]
+    empty = [i for i in items if not any(isinstance(v, Case | BenchCase)
+                                         for v in _params(i).values())]
     if empty:
         config.hook.pytest_deselected(items=empty)
         items[:] = [i for i in items if i not in empty]
-    items.sort(key=lambda item: _ORDER.get(_identity(item)[0], 1))
-
-
-def _identity(item: pytest.Item) -> tuple[str, str, str]:
-    """(check, mode, model) of a collected test, from its parameters."""
-    params = getattr(getattr(item, "callspec", None), "params", {})
-    case = params.get("case")
-    if case is not None:
-        return case.check, case.mode, case.model
-    name = getattr(item, "originalname", item.name)
-    return name.removeprefix("test_").replace("_", "-"), "", ""
+    items.sort(key=_order)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    """Parametrize every compat test by its cases: the spec's models, roles and modes."""
+    """Parametrize the compat tests: `case` from the catalog, `bench_case` from the profile."""
     state = _state(metafunc.config)
-    if state is None or "case" not in metafunc.fixturenames:
+    if state is None:
         return
-    from mlxcompat.suite.cases import cases_for
+    if "case" in metafunc.fixturenames:
+        cases = check_cases(state.spec, state.registry)
+        metafunc.parametrize("case", cases, ids=[f"{c.check}-{c.id}" for c in cases])
+    elif "bench_case" in metafunc.fixturenames:
+        from mlxcompat.suite.test_bench import BENCH_KIND
 
-    check = getattr(metafunc.function, "check", None)
-    cases = cases_for(check, state["spec"], state["registry"]) if check else []
-    metafunc.parametrize("case", cases, ids=[c.id for c in cases])
+        kind = BENCH_KIND.get(metafunc.function.__name__, "")
+        found = bench_cases(state.spec, state.registry, kind)
+        metafunc.parametrize("bench_case", found, ids=[c.id for c in found])
 
 
 @pytest.hookimpl(wrapper=True)
@@ -284,45 +287,39 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Any:
     """A test that ended without a row (a fixture or the harness raised) gets an error row."""
     report = yield
     state = _state(item.config)
-    if state is None or item.stash.get(_RECORDED, False):
+    if state is None or item.stash.get(_RECORDED, False) or not report.failed:
         return report
-    if report.failed:
-        check, mode, model = _identity(item)
-        lines = str(report.longreprtext).strip().splitlines()
-        detail = "harness error outside the check: " + (lines[-1] if lines else report.outcome)
-        if check in BENCH_CHECKS:
-            case = item.callspec.params["case"]  # type: ignore[attr-defined]
-            state["doc"]["bench"].append({"kind": check, "model": case.model, "batch": case.batch,
-                                          "subject": state["spec"].subject, "error": detail})
-            item.stash[_RECORDED] = True
-            _save(item.config)
-        else:
-            _append(item, CheckResult(check, "error", mode, model, state["spec"].subject,
-                                      detail=detail))
+    lines = str(report.longreprtext).strip().splitlines()
+    detail = "harness error outside the check: " + (lines[-1] if lines else report.outcome)
+    params = _params(item)
+    bench, case = params.get("bench_case"), params.get("case")
+    if isinstance(bench, BenchCase):
+        state.doc.bench.append(FailedBench(model=bench.model, batch=bench.batch,
+                                           subject=state.spec.subject, dtype=bench.dtype,
+                                           what=bench.kind, detail=detail))
+        item.stash[_RECORDED] = True
+        state.save()
+    elif isinstance(case, Case):
+        _append(item, state, case.row(state.spec.subject, "error", detail))
     return report
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """Note when the timed rounds begin (for the cell's time breakdown)."""
     state = _state(item.config)
-    if state is not None and _identity(item)[0] in BENCH_CHECKS:
-        import time
-
-        state["clock"].setdefault("bench", time.monotonic())
+    if state is not None and isinstance(_params(item).get("bench_case"), BenchCase):
+        state.clock.setdefault("bench", time.monotonic())
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     state = _state(session.config)
     if state is None:
         return
-    import time
-
-    state["clock"]["checks"] = time.monotonic()
-    counted = [i for i in session.items if _identity(i)[0] not in BENCH_CHECKS]
-    state["doc"]["subjects"][state["spec"].subject] = {"collected": len(counted),
-                                                       "bench_cases": len(session.items)
-                                                       - len(counted)}
-    _save(session.config)
+    state.clock["checks"] = time.monotonic()
+    counted = [i for i in session.items if isinstance(_params(i).get("case"), Case)]
+    state.doc.subjects[state.spec.subject] = SubjectCounts(
+        collected=len(counted), bench_cases=len(session.items) - len(counted))
+    state.save()
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
@@ -330,16 +327,14 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if state is None:
         return
     _flush_group(state)
-    import time
-
-    clock, now = state["clock"], time.monotonic()
+    clock, now = state.clock, time.monotonic()
     bench = clock.get("bench", now)
-    state["doc"]["subjects"][state["spec"].subject]["seconds"] = {
-        "start": round(clock.get("checks", now) - clock["configure"], 2),
-        "checks": round(bench - clock.get("checks", now), 2),
-        "bench": round(now - bench, 2)}
+    counts = state.doc.subjects.setdefault(state.spec.subject, SubjectCounts())
+    counts.seconds = Seconds(start=round(clock.get("checks", now) - clock["configure"], 2),
+                             checks=round(bench - clock.get("checks", now), 2),
+                             bench=round(now - bench, 2))
     # The turn is not given back here: the coordinator ends it when this process exits, so
     # its teardown never runs beside another worker's timed round.
-    for row in state["doc"]["patches"]:
-        _line(state, f"patch {row['patch']}: {row['status']} ({row['detail'][:160]})")
-    _save(session.config)
+    for row in state.doc.patches:
+        state.line(f"patch {row.role}: {row.observed} ({row.detail[:160]})")
+    state.save()

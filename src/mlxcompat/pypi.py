@@ -1,4 +1,4 @@
-"""The few PyPI look-ups probe and bisect need, over the JSON simple API (PEP 691).
+"""The few PyPI look-ups the drift scan and bisect need, over the JSON simple API (PEP 691).
 
 Plain urllib, so it works in any venv (uv-made ones have no pip).
 """

@@ -1,11 +1,12 @@
-"""Models, patch roles and checks as data: the built-in ones and a project's own, one mechanism.
+"""Models and patch roles as data: the built-in ones and a project's own, one mechanism.
 
 A model is a `module:factory` that builds a tiny random model from a seed, plus the runner
 that drives it (`lm`: mlx-lm's BatchGenerator; `glm4v`: an mlx-vlm language model with
 BatchKVCache) and the parity modes it supports. A role is a kind of patch: the modules its
 entry points may change (observed before and after every call), the checks and models it is
-responsible for, and the capability of the behavioural probe that says whether a release
-needs it. Imports no mlx.
+responsible for, and the capability the need probe checks to say whether a release
+needs it. Which checks exist is `checks.catalog`'s; the matrix
+checks that a role names only those. Imports no mlx.
 """
 
 from __future__ import annotations
@@ -21,21 +22,6 @@ PARITY_MODES: tuple[str, ...] = (
     "fresh", "staggered", "leave", "history", "history-equal", "history-mixed",
     "history-single", "history-join",
 )
-CACHE_CONTRACT_MODES: tuple[str, ...] = ("extract-merge",)
-GLM4V_SCENARIOS: tuple[str, ...] = (
-    "equal", "padded", "padded-reversed", "filter", "extend", "merge",
-)
-GLM4V_PATHS: tuple[str, ...] = ("inner", "outer")
-GLM4V_MODES: tuple[str, ...] = tuple(f"{s}/{p}" for s in GLM4V_SCENARIOS for p in GLM4V_PATHS)
-# Checks that produce rows. Per-role checks take the role as their mode; checks whose modes
-# cannot be listed in advance (an upstream test id) take any mode.
-CHECKS: tuple[str, ...] = (
-    "parity", "cache-contract", "glm4v", "patch-status", "idempotence", "upstream-suite",
-    "install", "import", "run",
-)
-ROLE_CHECKS = ("patch-status", "idempotence", "import")
-FREE_MODE_CHECKS = ("upstream-suite",)
-SUBJECT_CHECKS = ("install", "run")  # one row per subject, mode ""
 
 
 @dataclass(frozen=True)
@@ -66,15 +52,6 @@ class RoleDecl:
 class Registry:
     models: dict[str, ModelDecl]
     roles: dict[str, RoleDecl]
-
-    def modes(self, check: str) -> tuple[str, ...] | None:
-        """Every mode `check` can record here; None where any mode is possible."""
-        if check in FREE_MODE_CHECKS:
-            return None
-        if check in ROLE_CHECKS:
-            return tuple(self.roles)
-        return {"parity": PARITY_MODES, "cache-contract": CACHE_CONTRACT_MODES,
-                "glm4v": GLM4V_MODES}.get(check, ("",))
 
 
 def builtin_document() -> dict[str, Any]:
@@ -125,11 +102,7 @@ def parse_model(name: str, raw: Any, path: str) -> ModelDecl:
 def parse_role(name: str, raw: Any, path: str, models: dict[str, ModelDecl]) -> RoleDecl:
     allowed = {"targets", "checks", "models", "need", "forced", "description"}
     raw = _keys(raw, path, allowed, {"targets", "checks"})
-    checks = _strings(raw["checks"], f"{path}.checks")
-    for i, check in enumerate(checks):
-        if check not in CHECKS:
-            raise RegistryError(f"{path}.checks[{i}]: unknown check {check!r}; known: "
-                                f"{', '.join(CHECKS)}")
+    checks = _strings(raw["checks"], f"{path}.checks")  # names: checked by the matrix
     role_models = _strings(raw.get("models", []), f"{path}.models")
     for i, model in enumerate(role_models):
         if model not in models:

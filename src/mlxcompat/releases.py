@@ -79,9 +79,9 @@ def find_missing(matrix: Matrix, wheels: Path) -> list[Missing]:
         for v in releases("mlx-vlm", str(newest_vlm), "99999"):
             if Version(v) <= newest_vlm:
                 continue
-            floor = max(Version(lm_floor), Version(mlx_floor(wheel_for("mlx-vlm", v, wheels))))
+            both = max(Version(lm_floor), Version(mlx_floor(wheel_for("mlx-vlm", v, wheels))))
             missing.append(Missing("mlx-vlm", v, f'  - {{mlx-vlm: "{v}", mlx-lm: "{lm}", '
-                                   f'mlx: "{floor}", models: [llama, glm4v_moe]}}'))
+                                   f'mlx: "{both}", models: [llama, glm4v_moe]}}'))
     for package, pins in _subject_pins(matrix).items():
         newest, name = max(pins)
         for v in releases(package, str(newest), "99999"):

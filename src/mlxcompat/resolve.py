@@ -49,7 +49,7 @@ def resolve_cell(cell: Cell, matrix: Matrix) -> dict[str, str]:
     if cell.resolve == LATEST:
         return {name: newest(name) for name in PACKAGES}
     spec = matrix.subjects[cell.resolve]
-    pins = compile_pins(list(spec.requirements), matrix.settings["python"])
+    pins = compile_pins(list(spec.requirements), matrix.settings.python)
     found: dict[str, Any] = {k: pins[k] for k in PACKAGES if k in pins}
     if "mlx-lm" not in found or "mlx" not in found:
         raise RuntimeError(f"{cell.resolve} resolves to no mlx-lm / mlx ({sorted(pins)[:12]})")

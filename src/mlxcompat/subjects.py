@@ -17,8 +17,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from mlxcompat.errors import add_subject_code, describe_exception, short_error
+from mlxcompat.records.names import Observed
+from mlxcompat.records.patches import Idempotence, PatchRow
 from mlxcompat.registry import RoleDecl
-from mlxcompat.results import add_subject_code, describe_exception, short_error
 
 Snapshot = dict[str, Any]
 _ABSENT = object()
@@ -79,7 +81,7 @@ def _claim(returned: Any) -> tuple[str, ...]:
     return ()
 
 
-def _observed(replaced: list[str], present: bool) -> tuple[str, str]:
+def _observed(replaced: list[str], present: bool) -> tuple[Observed, str]:
     if replaced:
         shown = ", ".join(replaced[:8]) + (f" and {len(replaced) - 8} more"
                                           if len(replaced) > 8 else "")
@@ -139,62 +141,55 @@ def _call(func: Any) -> tuple[Any, BaseException | None, list[str]]:
         root.setLevel(old_level)
 
 
-def apply_entry_point(subject: str, role: RoleDecl, entry_point: str) -> dict[str, Any]:
+def apply_entry_point(subject: str, role: RoleDecl, entry_point: str) -> PatchRow:
     """Call one entry point, observe it, then check it is idempotent and reversible.
 
-    Returns a `patches` row: the observed status, the self-report (`claim`) and whether they
+    Returns a `PatchRow`: the observed status, the self-report (`claim`) and whether they
     agree, what changed, and the idempotence record (second call, unpatch, re-apply).
     """
-    row: dict[str, Any] = {"subject": subject, "patch": role.name, "entry_point": entry_point}
+    row = {"subject": subject, "role": role.name, "entry_point": entry_point}
     before = snapshot(role.targets)
     func, import_error = import_entry_point(entry_point)
     if func is None:
-        return {**row, "status": "error", "imported": False, "claim": [], "agrees": True,
-                "changed": changed(before, snapshot(role.targets)),
-                "detail": f"entry point does not import: {import_error}"}
+        return PatchRow(**row, observed="error", imported=False,
+                        changed=changed(before, snapshot(role.targets)),
+                        detail=f"entry point does not import: {import_error}")
     returned, raised, log = _call(func)
     after = snapshot(role.targets)
     replaced = changed(before, after)
     if raised is not None:
-        return {**row, "status": "error", "imported": True, "claim": [], "agrees": True,
-                "changed": replaced, "detail": describe_exception(raised), "log": log[-5:],
-                "idempotence": {"raised": True, "left_changed": replaced}}
-    status, observed = _observed(replaced, targets_present(before, role))
+        return PatchRow(**row, observed="error", changed=replaced,
+                        detail=describe_exception(raised), log=log[-5:],
+                        idempotence=Idempotence(raised=True, left_changed=replaced))
+    observed, seen = _observed(replaced, targets_present(before, role))
     claim = _claim(returned)
     reported = getattr(returned, "detail", "")
-    return {
-        **row,
-        "status": status,
-        "imported": True,
-        "claim": list(claim),
-        "agrees": not claim or status in claim,
-        "changed": replaced,
-        "detail": "; ".join(x for x in (observed, str(reported)) if x),
-        "returned": repr(returned)[:200],
-        "log": log[-5:],
-        "idempotence": _idempotence(func, entry_point, role, before, after, replaced),
-    }
+    return PatchRow(
+        **row, observed=observed, claim=list(claim), agrees=not claim or observed in claim,
+        changed=replaced, detail="; ".join(x for x in (seen, str(reported)) if x),
+        returned=repr(returned)[:200], log=log[-5:],
+        idempotence=_idempotence(func, entry_point, role, before, after, replaced))
 
 
 def _idempotence(func: Any, entry_point: str, role: RoleDecl, before: Snapshot,
-                 after: Snapshot, replaced: list[str]) -> dict[str, Any]:
+                 after: Snapshot, replaced: list[str]) -> Idempotence:
     """Call again (nothing may change); where the module offers `unpatch`, undo (everything
     restored by identity) and apply once more (the same targets change again)."""
     _, raised, _ = _call(func)
     second = snapshot(role.targets)
-    record: dict[str, Any] = {"raised": False, "second_call_raised": _text(raised),
-                              "second_call_changed": changed(after, second)}
+    record = Idempotence(second_call_raised=_text(raised),
+                         second_call_changed=changed(after, second))
     undo = getattr(sys.modules.get(entry_point.partition(":")[0]), "unpatch", None)
-    record["unpatch"] = callable(undo)
+    record.unpatch_offered = callable(undo)
     if callable(undo):
         _, raised, _ = _call(undo)
         undone = snapshot(role.targets)
-        record["unpatch_raised"] = _text(raised)
-        record["not_restored"] = changed(before, undone)
+        record.unpatch_raised = _text(raised)
+        record.not_restored = changed(before, undone)
         _, raised, _ = _call(func)
         again = changed(before, snapshot(role.targets))
-        record["reapply_raised"] = _text(raised)
-        record["reapply_differs"] = sorted(set(again) ^ set(replaced))
+        record.reapply_raised = _text(raised)
+        record.reapply_differs = sorted(set(again) ^ set(replaced))
     return record
 
 
@@ -203,6 +198,6 @@ def _text(exc: BaseException | None) -> str:
 
 
 def apply_subject(name: str, entry_points: Mapping[str, str],
-                  roles: Mapping[str, RoleDecl]) -> list[dict[str, Any]]:
+                  roles: Mapping[str, RoleDecl]) -> list[PatchRow]:
     """Activate every entry point of subject `name` in this process, in declaration order."""
     return [apply_entry_point(name, roles[role], ep) for role, ep in entry_points.items()]

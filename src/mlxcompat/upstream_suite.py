@@ -21,10 +21,12 @@ import tempfile
 import xml.etree.ElementTree as ET
 from importlib import metadata
 from pathlib import Path
-from typing import Any
 
 from mlxcompat.pypi import sdist_for
-from mlxcompat.results import SCHEMA, CheckResult, write_json_atomic
+from mlxcompat.records.cell import UpstreamRun
+from mlxcompat.records.files import write_json_atomic
+from mlxcompat.records.names import ALL_TESTS
+from mlxcompat.records.rows import ResultRow
 
 FILES = ("tests/test_generate.py", "tests/test_prompt_cache.py")
 CHECK = "upstream-suite"
@@ -87,24 +89,29 @@ def _counts(found: dict[str, str]) -> dict[str, int]:
     return {k: sum(1 for v in found.values() if v == k) for k in kinds}
 
 
-def compare(subject: str, before: dict[str, str], after: dict[str, str]) -> list[CheckResult]:
+def _row(subject: str, verdict: str, test: str, detail: str, **metrics: object) -> ResultRow:
+    return ResultRow(check=CHECK, subject=subject, verdict=verdict, test=test,
+                     detail=detail, metrics=metrics)
+
+
+def compare(subject: str, before: dict[str, str], after: dict[str, str]) -> list[ResultRow]:
     """A fail per test whose outcome changed with the patches; a summary row last."""
     rows = []
     for test in sorted(set(before) | set(after)):
         was, now = before.get(test, "absent"), after.get(test, "absent")
         if was != now:
-            rows.append(CheckResult(CHECK, "fail", test, "", subject,
-                                    {"without": was, "with": now},
-                                    f"{was} without the patches, {now} with them"))
+            rows.append(_row(subject, "fail", test,
+                             f"{was} without the patches, {now} with them",
+                             without=was, **{"with": now}))
     ran = sum(1 for v in before.values() if v != "skipped")
     both_failed = sorted(t for t, v in before.items() if v in ("failed", "error")
                          and after.get(t) == v)
     detail = (f"{ran} of {len(before)} upstream tests ran ({_counts(before)['skipped']} skipped); "
               f"{len(rows)} outcome(s) changed with the patches; {len(both_failed)} fail "
               "either way on the tiny stand-in model")
-    rows.append(CheckResult(CHECK, "fail" if rows else "pass", "(all)", "", subject,
-                            {"without": _counts(before), "with": _counts(after),
-                             "fail_either_way": both_failed}, detail))
+    rows.append(_row(subject, "fail" if rows else "pass", ALL_TESTS, detail,
+                     without=_counts(before), fail_either_way=both_failed,
+                     **{"with": _counts(after)}))
     return rows
 
 
@@ -120,36 +127,35 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     points = json.loads(args.entry_points)
     version = metadata.version("mlx-lm")
-    doc: dict[str, Any] = {"schema": SCHEMA, "cell": args.cell, "mlx_lm": version,
-                           "subject": args.subject, "files": list(FILES), "results": []}
+    doc = UpstreamRun(cell=args.cell, mlx_lm=version, subject=args.subject, files=list(FILES))
     with tempfile.TemporaryDirectory(prefix="mlxcompat-upstream-") as tmp:
         folder = Path(tmp)
         try:
             fetch_tests(version, args.cache, folder)
         except Exception as exc:  # no sdist, no network, no tests in it
-            rows = [CheckResult(CHECK, "error", "(all)", "", args.subject, {},
-                                f"upstream tests not run: {type(exc).__name__}: {exc}")]
+            rows = [_row(args.subject, "error", ALL_TESTS,
+                         f"upstream tests not run: {type(exc).__name__}: {exc}")]
         else:
             before, why = run_tests(folder, {}, args.subject_path, "without", args.timeout)
             after, why_after = run_tests(folder, points, args.subject_path, "with",
                                          args.timeout) if not why else ({}, "")
             problem = why or why_after
-            rows = ([CheckResult(CHECK, "error", "(all)", "", args.subject, {}, problem)]
+            rows = ([_row(args.subject, "error", ALL_TESTS, problem)]
                     if problem else compare(args.subject, before, after))
             applied = folder / "with.applied.json"
-            doc["applied"] = json.loads(applied.read_text()) if applied.exists() else []
-            if not problem and len(doc["applied"]) != len(points):
-                rows = [CheckResult(CHECK, "error", "(all)", "", args.subject, {},
-                                    "the entry points were not applied in the second run")]
-    doc["results"] = [r.to_json() for r in rows]
-    write_json_atomic(args.out, doc)
+            doc.applied = json.loads(applied.read_text()) if applied.exists() else []
+            if not problem and len(doc.applied) != len(points):
+                rows = [_row(args.subject, "error", ALL_TESTS,
+                             "the entry points were not applied in the second run")]
+    doc.results = rows
+    write_json_atomic(args.out, doc.to_json())
     summary = rows[-1]
     print(f"[mlxcompat] {args.cell} upstream-suite {args.subject}: {summary.verdict}: "
           f"{summary.detail}")
-    for line in doc.get("applied", []):
+    for line in doc.applied:
         print(f"[mlxcompat]   applied {line}")
     for row in rows[:-1]:
-        print(f"[mlxcompat]   {row.mode}: {row.detail}")
+        print(f"[mlxcompat]   {row.test}: {row.detail}")
     return 0
 
 

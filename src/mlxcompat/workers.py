@@ -15,15 +15,14 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, Any
 
 from mlxcompat.matrix import SubjectSpec
-from mlxcompat.spec import SubjectRun
-
-if TYPE_CHECKING:
-    from mlxcompat.runner import RunOptions
+from mlxcompat.spec import RunOptions, SubjectRun
+from mlxcompat.turns import TurnOrder
 
 Events = queue.Queue[tuple[str, str, str]]
+NEED_PROBE = "(need probe)"  # the worker name of a need probe in a process of its own
 SUITE_INI = Path(__file__).parent / "suite" / "pytest.ini"
 
 
@@ -87,7 +86,7 @@ class ForkServer:
         try:
             self.proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
-            kill(self.proc)  # type: ignore[arg-type]
+            kill(self.proc)
 
 
 @dataclass
@@ -98,7 +97,7 @@ class Worker:
     proc: Any  # subprocess.Popen or ForkedProcess
     part: Path
     tail: deque[str]
-    to_worker: Any = None
+    to_worker: IO[str] | None = None
     waiting: str = ""
     code: int | None = None
     timed_out: bool = False
@@ -111,8 +110,8 @@ def subject_env(opts: RunOptions, subject: SubjectSpec | None) -> dict[str, str]
     # float32 means float32: MLX runs fp32 matmuls as TF32 on CUDA (and M5 Metal) unless
     # told not to, which alone moves batched vs single by ~1e-3 (ml-explore/mlx#3860).
     env.setdefault("MLX_ENABLE_TF32", "0")
-    if subject is not None and subject.requirements and opts.subject_dir is not None:
-        extra = str(opts.subject_dir / subject.name)
+    if subject is not None and subject.requirements and opts.run.subject_dir:
+        extra = str(Path(opts.run.subject_dir) / subject.name)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (extra, env.get("PYTHONPATH")) if p)
     return env
 
@@ -124,17 +123,22 @@ def bench_cpu() -> int | None:
     return max(os.sched_getaffinity(0))
 
 
-def _spec(opts: RunOptions, subject: SubjectSpec, part: Path, probe: Path | None,
-          gate: list[int], host_probe: bool) -> SubjectRun:
-    status = (opts.install or {}).get("subjects", {}).get(subject.name, "ok")
+def _spec(opts: RunOptions, subject: SubjectSpec, part: Path, need: Path | None,
+          turn_ends: list[int | str], hosts_need_probe: bool) -> SubjectRun:
+    from mlxcompat.checks.catalog import CATALOG
+
+    run = opts.run
+    installed = (run.install.subjects if run.install else {}).get(subject.name)
+    always = [name for name, spec in CATALOG.items() if spec.always]
     return SubjectRun.with_registry(
-        opts.matrix.registry, cell=opts.cell, subject=subject.name, out=str(part),
-        entry_points=dict(subject.entry_points), models=list(opts.models),
-        checks=list(opts.checks or ("install", "import", *opts.matrix.checks)),
-        modes=list(opts.modes), tolerance=opts.tolerance, device=opts.device,
-        force_cpu=list(opts.force_cpu), bench=opts.bench, probe=str(probe) if probe else "",
-        host_probe=host_probe, installs=bool(subject.install),
-        install_error="" if status == "ok" else str(status), gate=gate, bench_cpu=bench_cpu())
+        opts.matrix.registry, cell=run.name, subject=subject.name, out=str(part),
+        entry_points=dict(subject.entry_points), models=list(run.models),
+        checks=list(run.checks or (*always, *opts.matrix.checks)), only=dict(run.only),
+        tolerance=run.tolerance, device=opts.device, force_cpu=list(opts.force_cpu),
+        bench=opts.bench, need_path=str(need) if need else "",
+        hosts_need_probe=hosts_need_probe, installs=bool(subject.install),
+        install_error=installed.error if installed and not installed.ok else "",
+        turn_ends=turn_ends, bench_cpu=bench_cpu())
 
 
 def _pump(stream: Any, worker: str, events: Events, kind: str) -> None:
@@ -149,26 +153,26 @@ def _argv(opts: RunOptions, tmp: Path, spec_path: Path, part: Path) -> list[str]
             "-p", "mlxcompat.plugin", f"--mlxcompat-run={spec_path}", "-p", "no:cacheprovider",
             "-q", "-s", "--no-header", "-rN", "--benchmark-disable-gc",
             *([f"--benchmark-json={part.with_suffix('.bench.json')}"] if opts.bench else
-              ["--benchmark-disable"]), *opts.pytest_args]
+              ["--benchmark-disable"]), *opts.run.pytest_args]
 
 
-def start_worker(opts: RunOptions, subject: SubjectSpec, tmp: Path, probe: Path | None,
-                 events: Events, host_probe: bool = False,
+def start_worker(opts: RunOptions, subject: SubjectSpec, tmp: Path, need: Path | None,
+                 events: Events, hosts_need_probe: bool = False,
                  server: ForkServer | None = None) -> Worker:
     """One long-lived pytest process for `subject` (forked warm by `server` when there is
     one), with the turn-gate channels when the cell measures throughput."""
     part = tmp / f"{subject.name}.json"
     env = subject_env(opts, subject)
     if server is not None:
-        worker = _forked(opts, subject, tmp, probe, events, host_probe, server, part, env)
+        worker = _forked(opts, subject, tmp, need, events, hosts_need_probe, server, part, env)
     else:
-        worker = _spawned(opts, subject, tmp, probe, events, host_probe, part, env)
-    print(f"[mlxcompat] {opts.cell} {subject.name}: starting", flush=True)
+        worker = _spawned(opts, subject, tmp, need, events, hosts_need_probe, part, env)
+    print(f"[mlxcompat] {opts.run.name} {subject.name}: starting", flush=True)
     return worker
 
 
-def _spawned(opts: RunOptions, subject: SubjectSpec, tmp: Path, probe: Path | None,
-             events: Events, host_probe: bool, part: Path, env: dict[str, str]) -> Worker:
+def _spawned(opts: RunOptions, subject: SubjectSpec, tmp: Path, need: Path | None,
+             events: Events, hosts_need_probe: bool, part: Path, env: dict[str, str]) -> Worker:
     gate: list[int | str] = []
     mine: tuple[int, int] | None = None
     if opts.bench:
@@ -176,7 +180,7 @@ def _spawned(opts: RunOptions, subject: SubjectSpec, tmp: Path, probe: Path | No
         w2r_read, w2r_write = os.pipe()  # worker -> runner: "want" / "done"
         gate = [r2w_read, w2r_write]
         mine = (r2w_write, w2r_read)
-    spec_path = _spec(opts, subject, part, probe, gate, host_probe).write(
+    spec_path = _spec(opts, subject, part, need, gate, hosts_need_probe).write(
         tmp / f"{subject.name}.spec.json")
     proc = subprocess.Popen([sys.executable, "-m", "pytest", *_argv(opts, tmp, spec_path, part)],
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -193,8 +197,8 @@ def _spawned(opts: RunOptions, subject: SubjectSpec, tmp: Path, probe: Path | No
     return worker
 
 
-def _forked(opts: RunOptions, subject: SubjectSpec, tmp: Path, probe: Path | None,
-            events: Events, host_probe: bool, server: ForkServer, part: Path,
+def _forked(opts: RunOptions, subject: SubjectSpec, tmp: Path, need: Path | None,
+            events: Events, hosts_need_probe: bool, server: ForkServer, part: Path,
             env: dict[str, str]) -> Worker:
     out = tmp / f"{subject.name}.out"
     os.mkfifo(out)
@@ -203,7 +207,7 @@ def _forked(opts: RunOptions, subject: SubjectSpec, tmp: Path, probe: Path | Non
         gate = [str(tmp / f"{subject.name}.go"), str(tmp / f"{subject.name}.want")]
         for path in gate:
             os.mkfifo(str(path))
-    spec_path = _spec(opts, subject, part, probe, gate, host_probe).write(
+    spec_path = _spec(opts, subject, part, need, gate, hosts_need_probe).write(
         tmp / f"{subject.name}.spec.json")
     proc = server.fork(_argv(opts, tmp, spec_path, part), env, str(out))
     worker = Worker(subject.name, proc, part, deque(maxlen=30))
@@ -223,13 +227,13 @@ def _forked(opts: RunOptions, subject: SubjectSpec, tmp: Path, probe: Path | Non
     return worker
 
 
-def start_probe(opts: RunOptions, out: Path, events: Events) -> Worker:
-    """The clean-process probe on its own (for a cell without a `none` subject)."""
-    cmd = [sys.executable, "-m", "mlxcompat.drivers.need", str(out), opts.device,
+def start_need_probe(opts: RunOptions, out: Path, events: Events) -> Worker:
+    """The need probe in a process of its own (for a cell without a `none` subject)."""
+    cmd = [sys.executable, "-m", "mlxcompat.checks.need", str(out), opts.device,
            ",".join(opts.force_cpu)]
     proc = subprocess.Popen(cmd, env=subject_env(opts, None), stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
-    worker = Worker("(probe)", proc, out, deque(maxlen=30))
+    worker = Worker(NEED_PROBE, proc, out, deque(maxlen=30))
     threading.Thread(target=_pump, args=(proc.stdout, worker.name, events, "out"),
                      daemon=True).start()
     return worker
@@ -242,43 +246,8 @@ def kill(proc: Any) -> None:
         proc.wait(timeout=30)
 
 
-class Turns:
-    """The coordinator side of the gate: one turn at a time, in rotating order."""
-
-    def __init__(self) -> None:
-        self.cycle: list[Worker] = []
-        self.current: Worker | None = None
-        self.turn = 0
-
-    def grant(self, workers: list[Worker], others_running: bool) -> None:
-        if self.current is not None or others_running:
-            return
-        live = [w for w in workers if not w.exited]
-        if not self.cycle:
-            if not live or any(not w.waiting for w in live):
-                return
-            k = self.turn % len(live)
-            self.cycle = live[k:] + live[:k]
-            self.turn += 1
-        worker = self.cycle.pop(0)
-        if worker.exited or not worker.waiting:
-            return
-        worker.waiting = ""
-        self.current = worker
-        worker.to_worker.write("go\n")
-        worker.to_worker.flush()
-
-    def done(self, worker: Worker) -> None:
-        if self.current is worker:
-            self.current = None
-
-    def gone(self, worker: Worker) -> None:
-        self.cycle = [w for w in self.cycle if w is not worker]
-        self.done(worker)
-
-
 def handle(cell: str, event: tuple[str, str, str], workers: dict[str, Worker],
-           turns: Turns) -> None:
+           turns: TurnOrder) -> None:
     kind, name, line = event
     worker = workers.get(name)
     if worker is None:
@@ -299,7 +268,7 @@ def handle(cell: str, event: tuple[str, str, str], workers: dict[str, Worker],
         worker.exited = True
         worker.waiting = ""
         turns.gone(worker)
-        if name != "(probe)":
+        if name != NEED_PROBE:
             took = time.monotonic() - worker.started
             print(f"[mlxcompat] {cell} {name}: done in {took:.1f}s (exit {worker.code})",
                   flush=True)

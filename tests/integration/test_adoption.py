@@ -80,7 +80,8 @@ def test_a_server_repository_adopts_the_wheel(tmp_path: Path) -> None:
          {**env, "MLXCOMPAT_SKIP_REPORT": "1"})
     doc = json.loads((server / "reports" / "raw" / f"{cell_id}.json").read_text())
     assert doc["env"]["packages"]["mlxcompat"], "the cell installed the wheel"
-    rows = {(r["check"], r["model"], r["mode"], r["subject"]): r for r in doc["results"]}
+    rows = {(r["check"], r["model"], r["mode"] or r["role"], r["subject"]): r
+            for r in doc["results"]}
     assert rows[("parity", "tiny_qwen3", "history", "tinyserver")]["verdict"] == "pass"
     assert rows[("patch-status", "", "prefill-chunk", "tinyserver")]["verdict"] == "pass"
     assert rows[("idempotence", "", "prefill-chunk", "tinyserver")]["verdict"] == "pass"

@@ -16,7 +16,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 TINY = {
-    "schema": 2,
+    "schema": 3,
     "settings": {"bench": {"default": "off"}, "timeout_s": 600},
     "backends": {"cpu": {"device": "cpu", "requirement": {"linux": "mlx[cpu]=={v}",
                                                           "darwin": "mlx=={v}"}}},
@@ -42,13 +42,15 @@ def test_install_failures_are_recorded_and_fail_the_report(tmp_path: Path) -> No
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
 
     failed = json.loads((raw / "mlx-lm-0.0.999.json").read_text())
-    assert failed["install"]["status"] == "failed"
+    assert failed["install"]["ok"] is False
     assert "0.0.999" in failed["install"]["log_tail"]
 
     ok = json.loads((raw / "mlx-lm-0.32.2.json").read_text())
     assert ok["env"]["packages"]["mlx-lm"] == "0.32.2"
-    assert ok["install"]["subjects"]["ghost"].startswith("failed")
-    none = {r["mode"]: r["verdict"] for r in ok["results"] if r["subject"] == "none"}
+    assert ok["install"]["subjects"]["ghost"]["ok"] is False
+    assert ok["install"]["subjects"]["ghost"]["error"].startswith("failed")
+    none = {r["mode"] or r["scenario"]: r["verdict"] for r in ok["results"]
+            if r["subject"] == "none"}
     assert none["fresh"] == "pass"
     ghost = [r for r in ok["results"] if r["subject"] == "ghost"]
     assert ghost and all(r["verdict"] == "error" for r in ghost), ghost

@@ -32,7 +32,7 @@ def _matrix() -> str:
         points = {**OURS, **eps} if "mamba" not in eps else {"glm4v": OURS["glm4v"], **eps}
         subjects[name] = {"install": [str(CONTROLS)], "entry_points": points}
     return json.dumps({
-        "schema": 2,
+        "schema": 3,
         "settings": {"bench": {"default": "off"}, "timeout_s": 900},
         "backends": {"cpu": {"device": "cpu", "requirement": {"linux": "mlx[cpu]=={v}",
                                                               "darwin": "mlx=={v}"}}},
@@ -63,10 +63,11 @@ def test_every_broken_subject_is_named_and_the_correct_one_stays_green(tmp_path:
     assert proc.returncode != 0, out[-3000:]
     assert "mlxcompat report: FAILED" in out, out[-3000:]
     report = json.loads((tmp_path / "reports" / "compat.json").read_text())
-    unexpected = [r for r in report["results"] if r["outcome"] == "unexpected"]
+    unexpected = [r for r in report["results"] if not r["outcome"]["expected"]]
     named = {r["subject"] for r in unexpected}
     assert named == set(BROKEN), f"named {sorted(named)}; rows: " + "; ".join(
-        f"{r['cell']} {r['check']} {r['mode']} {r['subject']}" for r in unexpected[:20])
+        f"{r['cell']} {r['check']} {r['mode'] or r['scenario']} {r['subject']}"
+        for r in unexpected[:20])
     for subject in BROKEN:
         assert f" {subject}: " in out, f"the report's lines do not name {subject}"
     ours = [r for r in report["results"] if r["subject"] == "mlxcompat"]

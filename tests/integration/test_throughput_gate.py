@@ -17,11 +17,11 @@ ROOT = Path(__file__).resolve().parents[2]
 CONTROLS = ROOT / "tests" / "negative_controls"
 
 MATRIX = {
-    "schema": 2,
+    "schema": 3,
     "settings": {"timeout_s": 600, "bench": {
         "default": "gate", "models": ["llama"],
         "profiles": {"gate": {"batches": [8], "rounds": 9, "warmup": 1, "prompt_tokens": 16,
-                              "gen_tokens": 16, "gate": True}}}},
+                              "gen_tokens": 16, "gating": True}}}},
     "backends": {"cpu": {"device": "cpu", "requirement": {"linux": "mlx[cpu]=={v}",
                                                           "darwin": "mlx=={v}"}}},
     "roles": {"slow": {"targets": ["mlx_lm.generate"], "checks": ["parity"]}},

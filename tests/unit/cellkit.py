@@ -1,4 +1,4 @@
-"""Build cell JSONs and matrices for the report tests (schema 2), without running anything."""
+"""Build cell JSONs and matrices for the report tests (schema 3), without running anything."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from mlxcompat.results import SCHEMA
+from mlxcompat.records.names import SCHEMA
 
 MATRIX: dict[str, Any] = {
-    "schema": 2,
+    "schema": 3,
     "backends": {"cpu": {"device": "cpu",
                          "requirement": {"linux": "mlx[cpu]=={v}", "darwin": "mlx=={v}"}}},
     "subjects": {"none": {}, "mlxcompat": {"entry_points": {
@@ -34,12 +34,15 @@ MATRIX: dict[str, Any] = {
 
 
 def result(check: str, verdict: str, model: str = "", mode: str = "", subject: str = "none",
-           **metrics: Any) -> dict[str, Any]:
+           max_abs_delta: float | None = None, tokens_equal: bool | None = None,
+           **keys: Any) -> dict[str, Any]:
+    """A schema-3 result row; `keys` sets role / scenario / path / test."""
     detail = {"pass": "max |Δ| 0.00e+00 <= 1e-04", "fail": "max |Δ| 1.90e-02 > 1e-04",
               "error": "AttributeError: 'MambaCache' object has no attribute 'extract'",
               "skip": "not here"}[verdict]
     return {"check": check, "verdict": verdict, "mode": mode, "model": model, "subject": subject,
-            "metrics": metrics, "detail": detail, "seconds": 0.1}
+            "delta": max_abs_delta, "tokens_equal": tokens_equal, "detail": detail,
+            "seconds": 0.1, **keys}
 
 
 def cell(name: str, mlx_lm: str, results: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
@@ -48,7 +51,7 @@ def cell(name: str, mlx_lm: str, results: list[dict[str, Any]], **extra: Any) ->
            "env": {"backend": "cpu", "device_name": "cpu",
                    "packages": {"mlx-lm": mlx_lm, "mlx": "0.32.2"},
                    "fingerprint": {"cpu": "test", "cores": 2, "backend": "cpu"}},
-           "install": {"status": "ok", "seconds": 1.5, "log_tail": ""},
+           "install": {"ok": True, "seconds": 1.5, "log_tail": ""},
            "subjects": {s: {"collected": sum(r["subject"] == s for r in results)}
                         for s in subjects},
            "results": results, "patches": [], "bench": []}

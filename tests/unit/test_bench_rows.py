@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from mlxcompat.bench import (
-    Profile,
     add_overhead,
     bench_prompts,
     bench_row,
@@ -14,31 +13,33 @@ from mlxcompat.bench import (
     summarise,
     unpaired_change,
 )
+from mlxcompat.settings import BenchProfile
 
-PROFILE = Profile("quick", (1, 8), 5, 1, 16, 16, ("llama",))
+PROFILE = BenchProfile(name="quick", batches=(1, 8), rounds=5, warmup=1, prompt_tokens=16,
+                       gen_tokens=16, models=("llama",))
 
 
 def test_summarise_median_interval_and_cv() -> None:
     s = summarise([90.0, 100.0, 110.0, 100.0, 100.0])
-    assert s["median"] == 100.0 and s["rounds"] == 5
-    assert s["ci95"][0] <= 100.0 <= s["ci95"][1]
-    assert s["cv"] == pytest.approx(s["stddev"] / s["mean"])
+    assert s.median == 100.0 and s.rounds == 5
+    assert s.ci95[0] <= 100.0 <= s.ci95[1]
+    assert s.cv == pytest.approx(s.stddev / s.mean)
 
 
 def test_paired_ratio_says_slower_with_a_minus_sign() -> None:
     base = [100.0, 102.0, 98.0, 101.0, 99.0, 100.0]
     slower = [v * 0.9 for v in base]
     out = paired_ratio(slower, base)
-    assert out["significant"] is True and out["ratio"] == pytest.approx(0.9)
-    assert out["text"].startswith("10.0% slower")
+    assert out is not None and out.significant is True and out.ratio == pytest.approx(0.9)
+    assert out.text.startswith("10.0% slower")
 
 
 def test_no_significant_difference_when_the_interval_holds_one() -> None:
     a = [100.0, 101.0, 99.0, 100.5, 99.5]
     b = [100.2, 100.8, 99.1, 100.1, 99.9]
     out = paired_ratio(a, b)
-    assert out["significant"] is False
-    assert out["text"].startswith("no significant difference")
+    assert out is not None and out.significant is False
+    assert out.text.startswith("no significant difference")
 
 
 def test_overhead_text_sign_convention() -> None:
@@ -48,23 +49,25 @@ def test_overhead_text_sign_convention() -> None:
 def test_overhead_and_speedup_against_none() -> None:
     rows = [bench_row("llama", s, 8, PROFILE, v, [1.0] * 5, None, "cpu")
             for s, v in (("none", [400.0] * 5), ("mlxcompat", [380.0] * 5))]
-    rows[0]["sequential_tok_s"] = 100.0
+    rows[0].sequential_tok_s = 100.0
     add_overhead(rows)
-    assert rows[1]["overhead"]["ratio"] == pytest.approx(0.95)
-    assert rows[0]["speedup"] == pytest.approx(4.0) and rows[1]["speedup"] == pytest.approx(3.8)
-    assert "overhead" not in rows[0]
+    assert rows[1].overhead is not None and rows[1].overhead.ratio == pytest.approx(0.95)
+    assert rows[0].speedup == pytest.approx(4.0) and rows[1].speedup == pytest.approx(3.8)
+    assert rows[0].overhead is None
 
 
 def test_first_round_ratio_shows_a_cold_start() -> None:
     row = bench_row("llama", "none", 8, PROFILE, [50.0, 100.0, 100.0, 100.0, 100.0],
                     [1.0] * 5, None, "cpu")
-    assert row["first_round_ratio"] == pytest.approx(0.5)
+    assert row.first_round_ratio == pytest.approx(0.5)
 
 
 def test_unpaired_change_for_the_baseline() -> None:
     now, then = [60.0, 61.0, 59.0, 60.5], [100.0, 101.0, 99.0, 100.5]
     out = unpaired_change(now, then)
-    assert out["significant"] and out["ratio"] == pytest.approx(0.6, rel=0.01)
+    assert out is not None
+    ratio, _, significant = out
+    assert significant and ratio == pytest.approx(0.6, rel=0.01)
 
 
 def test_prompts_are_fixed_and_equal_length() -> None:
@@ -75,19 +78,18 @@ def test_prompts_are_fixed_and_equal_length() -> None:
 def test_a_profile_with_dtypes_gives_one_throughput_case_per_dtype() -> None:
     from mlxcompat.matrix import parse_matrix
     from mlxcompat.spec import SubjectRun
-    from mlxcompat.suite.cases import cases_for
+    from mlxcompat.suite.cases import bench_cases
 
-    m = parse_matrix({"schema": 2, "settings": {"bench": {"default": "gpu", "profiles": {
+    m = parse_matrix({"schema": 3, "settings": {"bench": {"default": "gpu", "profiles": {
         "gpu": {"batches": [8], "dtypes": ["float32", "bfloat16"]}}}},
         "backends": {"cpu": {"device": "cpu", "requirement": {"linux": "mlx[cpu]=={v}"}}},
         "subjects": {"none": {}}, "cells": [{"mlx-lm": "0.32.2", "mlx": "0.32.2"}]})
-    profile = m.settings["bench"]["profiles"]["gpu"]
+    profile = m.settings.bench.profiles["gpu"].model_copy(update={"models": ("llama",)})
     spec = SubjectRun.with_registry(m.registry, cell="c", subject="none", out="x",
-                                    models=["llama"],
-                                    bench={**profile, "name": "gpu", "models": ["llama"]})
-    ids = [c.id for c in cases_for("throughput", spec, m.registry)]
+                                    models=["llama"], bench=profile)
+    ids = [c.id for c in bench_cases(spec, m.registry, "throughput")]
     assert ids == ["llama-8", "llama-8-bfloat16"]
-    assert [c.id for c in cases_for("sequential", spec, m.registry)] == ids
+    assert [c.id for c in bench_cases(spec, m.registry, "sequential")] == ids
 
 
 def test_an_unknown_dtype_is_refused() -> None:
@@ -95,7 +97,7 @@ def test_an_unknown_dtype_is_refused() -> None:
     from mlxcompat.validation import MatrixError
 
     with pytest.raises(MatrixError, match="dtypes"):
-        parse_matrix({"schema": 2, "settings": {"bench": {"profiles": {
+        parse_matrix({"schema": 3, "settings": {"bench": {"profiles": {
             "gpu": {"dtypes": ["int8"]}}}},
             "backends": {"cpu": {"device": "cpu", "requirement": {"linux": "mlx[cpu]=={v}"}}},
             "subjects": {"none": {}}, "cells": [{"mlx-lm": "0.32.2", "mlx": "0.32.2"}]})

@@ -13,7 +13,7 @@ from mlxcompat.cli import main
 from mlxcompat.matrix import MatrixError, parse_matrix
 
 VERSIONS = ["0.30.4", "0.30.5", "0.30.6", "0.30.7", "0.31.1", "0.31.2", "0.31.3", "0.32.0"]
-MATRIX = parse_matrix({"schema": 2,
+MATRIX = parse_matrix({"schema": 3,
                        "backends": {"cpu": {"device": "cpu", "requirement": {"linux": "x=={v}"}}},
                        "subjects": {"none": {}}, "cells": [{"mlx-lm": "0.32.0", "mlx": "0.32.2"}]})
 
@@ -32,7 +32,7 @@ class FakeBisect(bisect_mod.Bisect):
 def _run(monkeypatch, tmp_path, truth, model="qwen3_next"):
     monkeypatch.setattr(bisect_mod, "releases", lambda *a: VERSIONS)
     monkeypatch.setattr(bisect_mod, "_narrow", lambda b, versions, wheels: versions)
-    b = FakeBisect(MATRIX, "parity", model, "history", "none", tmp_path, tmp_path)
+    b = FakeBisect(MATRIX, "parity", model, {"mode": "history"}, "none", tmp_path, tmp_path)
     b.truth = truth
     return bisect_mod.run_bisect(b, VERSIONS[0], VERSIONS[-1], tmp_path)
 
@@ -61,13 +61,14 @@ def test_a_bound_without_a_verdict_is_refused(monkeypatch, tmp_path, verdict) ->
 def test_range_starts_where_the_model_exists(monkeypatch, tmp_path, capsys) -> None:
     monkeypatch.setattr(bisect_mod, "wheel_for", lambda pkg, v, wheels: v)
     monkeypatch.setattr(bisect_mod, "has_file", lambda wheel, name: wheel >= "0.30.7")
-    b = FakeBisect(MATRIX, "parity", "qwen3_5", "history", "none", tmp_path, tmp_path)
+    b = FakeBisect(MATRIX, "parity", "qwen3_5", {"mode": "history"}, "none", tmp_path,
+                   tmp_path)
     assert bisect_mod._narrow(b, VERSIONS, tmp_path)[0] == "0.30.7"
     assert "qwen3_5 first exists in mlx-lm 0.30.7" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(("args", "words"), [
-    (["--check", "parrity"], "unknown check 'parrity'; valid: parity"),
+    (["--check", "parrity"], "unknown check 'parrity'; valid: import, parity"),
     (["--model", "gpt2"], "unknown model 'gpt2'; valid: llama"),
     (["--mode", "histroy"], "unknown mode 'histroy' of parity; valid: fresh"),
     (["--subject", "nobody"], "unknown subject 'nobody'"),
@@ -76,8 +77,13 @@ def test_unknown_names_are_refused(args, words) -> None:
     base = {"--check": "parity", "--model": "qwen3_5", "--mode": "history", "--subject": "none"}
     base.update(dict(zip(args[::2], args[1::2], strict=True)))
     with pytest.raises(MatrixError, match=words.replace("(", r"\(")):
-        bisect_mod.validate(MATRIX, base["--check"], base["--model"], base["--mode"],
+        bisect_mod.validate(MATRIX, base["--check"], base["--model"], {"mode": base["--mode"]},
                             base["--subject"])
+
+
+def test_a_key_the_check_does_not_have_is_refused() -> None:
+    with pytest.raises(MatrixError, match="parity rows have no role"):
+        bisect_mod.validate(MATRIX, "parity", "llama", {"role": "mamba"}, "none")
 
 
 def test_cli_exits_non_zero_on_a_misspelt_check(tmp_path, capsys) -> None:
@@ -85,11 +91,11 @@ def test_cli_exits_non_zero_on_a_misspelt_check(tmp_path, capsys) -> None:
     code = main(["--matrix", str(matrix), "bisect", "--check", "parrity", "--model", "qwen3_5",
                  "--between", "0.30.4", "0.32.2", "--work", str(tmp_path)])
     assert code == 2
-    assert "unknown check 'parrity'; valid: parity" in capsys.readouterr().err
+    assert "unknown check 'parrity'; valid: import, parity" in capsys.readouterr().err
 
 
 def test_range_needs_two_releases(monkeypatch, tmp_path) -> None:
     monkeypatch.setattr(bisect_mod, "releases", lambda *a: ["0.32.0"])
-    b = FakeBisect(MATRIX, "parity", "llama", "fresh", "none", tmp_path, tmp_path)
+    b = FakeBisect(MATRIX, "parity", "llama", {"mode": "fresh"}, "none", tmp_path, tmp_path)
     with pytest.raises(bisect_mod.BisectError, match="fewer than two releases"):
         bisect_mod.run_bisect(b, "0.32.0", "0.32.0", tmp_path)

@@ -9,11 +9,12 @@ import pytest
 import yaml
 
 from mlxcompat.matrix import MatrixError, load_matrix, parse_matrix
+from mlxcompat.records.rows import ResultRow
 
 ROOT = Path(__file__).resolve().parents[2]
 
 BASE = {
-    "schema": 2,
+    "schema": 3,
     "backends": {"cpu": {"device": "cpu",
                          "requirement": {"linux": "mlx[cpu]=={v}", "darwin": "mlx=={v}"}}},
     "subjects": {"none": {}, "mine": {"entry_points": {"mamba": "pkg.mod:fn"}}},
@@ -93,7 +94,24 @@ def test_unknown_check() -> None:
 
 
 def test_schema_1_is_refused_with_a_pointer() -> None:
-    assert "this mlxcompat reads schema 2" in _error(_with("schema", 1))
+    assert "this mlxcompat reads schema 3" in _error(_with("schema", 1))
+
+
+def test_schema_2_is_refused_naming_the_fix() -> None:
+    msg = _error(_with("schema", 2))
+    assert "`match.mode` of import / patch-status / idempotence is now `role`" in msg
+    assert "`gate` is now `gating`" in msg
+
+
+@pytest.mark.parametrize(("match", "words"), [
+    ({"check": "patch-status", "mode": ["mamba"]}, "match.mode: no check of patch-status has a"),
+    ({"check": "glm4v", "scenario": ["padded/inner"]},
+     "match.scenario[0]: unknown scenario 'padded/inner'; known: equal"),
+    ({"check": "parity", "role": ["mamba"]}, "match.role: no check of parity has a 'role'"),
+])
+def test_each_key_of_an_expectation_means_one_thing(match, words) -> None:
+    exp = {"match": {**match, "mlx-lm": "<1"}, "verdict": "fail", "reason": "r"}
+    assert words in _error(_with("expectations", [exp]))
 
 
 def test_bad_specifier_in_expectation() -> None:
@@ -131,10 +149,23 @@ def test_expectation_matching_by_specifier_and_name() -> None:
     exp = {"match": {"check": "parity", "model": "mamba", "mlx-lm": ">=0.30.4,<0.33"},
            "verdict": "fail", "reason": "Mamba v1 ignores padding masks"}
     matrix = parse_matrix(_with("expectations", [exp]))
-    result = {"check": "parity", "model": "mamba", "mode": "fresh", "subject": "none"}
+    result = ResultRow(check="parity", model="mamba", mode="fresh", subject="none",
+                       verdict="fail")
     assert matrix.expectation_for(result, "c", {"mlx-lm": "0.32.2"}) is not None
     assert matrix.expectation_for(result, "c", {"mlx-lm": "0.29.1"}) is None
-    assert matrix.expectation_for({**result, "model": "llama"}, "c", {"mlx-lm": "0.32.2"}) is None
+    llama = result.model_copy(update={"model": "llama"})
+    assert matrix.expectation_for(llama, "c", {"mlx-lm": "0.32.2"}) is None
+
+
+def test_glm4v_expectations_match_scenario_and_path_apart() -> None:
+    exp = {"match": {"check": "glm4v", "scenario": ["merge"], "path": "outer", "mlx-lm": "<1"},
+           "verdict": "fail", "reason": "r"}
+    matrix = parse_matrix(_with("expectations", [exp]))
+    row = ResultRow(check="glm4v", model="glm4v_moe", scenario="merge", path="outer",
+                    subject="none", verdict="fail")
+    assert matrix.expectation_for(row, "c", {"mlx-lm": "0.3"}) is not None
+    inner = row.model_copy(update={"path": "inner"})
+    assert matrix.expectation_for(inner, "c", {"mlx-lm": "0.3"}) is None
 
 
 def test_globs_are_not_names() -> None:
@@ -196,9 +227,11 @@ def test_expectation_lists_are_any_of() -> None:
     exp = {"match": {"subject": ["none", "mine"], "model": "mamba", "mlx-lm": "<1"},
            "verdict": "error", "reason": "no patch"}
     matrix = parse_matrix(_with("expectations", [exp]))
-    row = {"check": "parity", "model": "mamba", "mode": "fresh"}
-    assert matrix.expectation_for({**row, "subject": "mine"}, "c", {"mlx-lm": "0.3"}) is not None
-    assert matrix.expectation_for({**row, "subject": "other"}, "c", {"mlx-lm": "0.3"}) is None
+    row = ResultRow(check="parity", model="mamba", mode="fresh", subject="mine",
+                    verdict="error")
+    assert matrix.expectation_for(row, "c", {"mlx-lm": "0.3"}) is not None
+    other = row.model_copy(update={"subject": "other"})
+    assert matrix.expectation_for(other, "c", {"mlx-lm": "0.3"}) is None
     bad = {"match": {"subject": ["none", "nobody"], "mlx-lm": "<1"}, "verdict": "error",
            "reason": "r"}
     assert "expectations[0].match.subject[1]: unknown subject 'nobody'" in _error(

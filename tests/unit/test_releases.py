@@ -11,7 +11,7 @@ import pytest
 from mlxcompat import pypi, releases
 from mlxcompat.matrix import load_matrix
 
-MATRIX = """schema: 2
+MATRIX = """schema: 3
 backends: {cpu: {device: cpu, requirement: {linux: "mlx[cpu]=={v}"}}}
 subjects:
   none: {}

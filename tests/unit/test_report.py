@@ -30,12 +30,12 @@ def test_all_expected_is_ok(raw) -> None:
     report = json.loads((out / "compat.json").read_text())
     mamba = next(r for r in report["results"] if r["model"] == "mamba"
                  and r["cell"] == "mlx-lm-0.32.2")
-    assert (mamba["outcome"], mamba["expectation"], mamba["link"]) == (
-        "expected", 0, "https://example.org/issue")
+    assert (mamba["outcome"]["expected"], mamba["outcome"]["expectation"],
+            mamba["outcome"]["link"]) == (True, 0, "https://example.org/issue")
 
 
 def test_half_written_cell_json_fails_the_report(raw, capsys) -> None:
-    (raw / "mlx-lm-0.32.2.json").write_text('{"schema": 2, "cell": "mlx-lm-0.32')
+    (raw / "mlx-lm-0.32.2.json").write_text('{"schema": 3, "cell": "mlx-lm-0.32')
     code, line, _ = _build(raw)
     assert code == 1 and "1 input problem(s)" in line
     assert "mlx-lm-0.32.2.json: unreadable (JSONDecodeError" in capsys.readouterr().err
@@ -43,10 +43,35 @@ def test_half_written_cell_json_fails_the_report(raw, capsys) -> None:
 
 def test_future_schema_fails_the_report(raw) -> None:
     doc = json.loads((raw / "mlx-lm-0.32.2.json").read_text())
-    (raw / "mlx-lm-0.32.2.json").write_text(json.dumps({**doc, "schema": 3}))
+    (raw / "mlx-lm-0.32.2.json").write_text(json.dumps({**doc, "schema": 4}))
     code, line, out = _build(raw)
     assert code == 1 and "input problem" in line
-    assert "schema 3, this mlxcompat reads schema 2" in (out / "compat.md").read_text()
+    assert "schema 4; this mlxcompat reads schema 3" in (out / "compat.md").read_text()
+
+
+def test_a_mistyped_key_in_a_cell_json_fails_the_report(raw, capsys) -> None:
+    doc = json.loads((raw / "mlx-lm-0.32.2.json").read_text())
+    doc["results"][0]["verdcit"] = doc["results"][0].pop("verdict")
+    (raw / "mlx-lm-0.32.2.json").write_text(json.dumps(doc))
+    code, line, _ = _build(raw)
+    assert code == 1 and "input problem" in line
+    assert "results[0].verdcit: Extra inputs are not permitted" in capsys.readouterr().err
+
+
+def test_a_schema_2_cell_json_is_read_with_its_fields_renamed(raw) -> None:
+    doc = json.loads((raw / "mlx-lm-0.32.2.json").read_text())
+    old = {**doc, "schema": 2, "install": {"status": "ok", "seconds": 1.5, "log_tail": ""},
+           "results": [{"check": r["check"], "verdict": r["verdict"], "mode": r["mode"],
+                        "model": r["model"], "subject": r["subject"], "expected": None,
+                        "metrics": {"max_abs_delta": r["delta"],
+                                    "tokens_equal": r["tokens_equal"]},
+                        "detail": r["detail"], "seconds": 0.1} for r in doc["results"]]}
+    (raw / "mlx-lm-0.32.2.json").write_text(json.dumps(old))
+    code, line, out = _build(raw)
+    assert code == 0, line
+    rows = json.loads((out / "compat.json").read_text())["results"]
+    mamba = next(r for r in rows if r["model"] == "mamba" and r["cell"] == "mlx-lm-0.32.2")
+    assert (mamba["delta"], mamba["tokens_equal"]) == (0.019, True)
 
 
 def test_unfinished_run_fails_the_report(raw) -> None:
@@ -111,8 +136,7 @@ def test_pass_to_skip_is_a_regression(raw) -> None:
 
 def test_pass_to_expected_failure_is_a_regression(raw) -> None:
     def edit(d):
-        d["results"][0].update(model="mamba", verdict="fail", metrics={
-            "max_abs_delta": 0.01, "tokens_equal": True})
+        d["results"][0].update(model="mamba", verdict="fail", delta=0.01, tokens_equal=True)
     code, line, _ = _accept_then(raw, edit)
     assert code == 1 and "regression" in line
 
@@ -142,13 +166,13 @@ def test_ci_label_without_its_baseline_says_so_and_does_not_fail(tmp_path, capsy
 
 def test_delta_beyond_the_recorded_bound_is_unexpected(raw) -> None:
     doc = json.loads((raw / "mlx-lm-0.32.2.json").read_text())
-    doc["results"][2]["metrics"]["max_abs_delta"] = 0.07
+    doc["results"][2]["delta"] = 0.07
     (raw / "mlx-lm-0.32.2.json").write_text(json.dumps(doc))
     code, line, out = _build(raw)
     assert code == 1 and "1 unexpected" in line
     row = next(r for r in json.loads((out / "compat.json").read_text())["results"]
                if r["model"] == "mamba" and r["cell"] == "mlx-lm-0.32.2")
-    assert "beyond the recorded bound 0.05" in row["why"]
+    assert "beyond the recorded bound 0.05" in row["outcome"]["why"]
 
 
 def test_error_expectation_checks_the_message(raw) -> None:
@@ -174,10 +198,10 @@ def test_stale_expectation_is_listed_on_a_full_run(raw) -> None:
 
 def _bench(values: list[float], gate: bool, cpu: str = "test") -> dict:
     med = sorted(values)[len(values) // 2]
-    return {"model": "llama", "subject": "none", "batch": 8, "backend": "cpu",
-            "profile": "bench" if gate else "quick", "gate": gate,
-            "gen_tok_s": {"median": med, "values": values, "rounds": len(values),
-                          "ci95": [med, med]}}
+    spread = {"median": med, "values": values, "rounds": len(values), "ci95": [med, med]}
+    return {"kind": "measured", "model": "llama", "subject": "none", "batch": 8,
+            "backend": "cpu", "profile": "bench" if gate else "quick", "gating": gate,
+            "gen_tok_s": spread, "prefill_tok_s": spread}
 
 
 def _with_bench(raw: Path, values: list[float], gate: bool, cpu: str = "test") -> None:

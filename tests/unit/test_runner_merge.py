@@ -5,13 +5,16 @@ from types import SimpleNamespace
 
 import pytest
 
-from mlxcompat.merge import combine_benchmarks, merge_cell
+from mlxcompat.merge import Part, combine_benchmarks, merge_cell
+from mlxcompat.records.cell import CellDoc
+from mlxcompat.spec import CellRun
 
 
-def _opts(*names, reused=None):
-    return SimpleNamespace(cell="c", run_id="r", inputs={}, subjects=[
-        SimpleNamespace(name=n) for n in names], reused=reused or {}, timeout_s=60, jobs=2,
-        install=None)
+def _opts(*names, previous=None):
+    run = CellRun(cell="c", out="c.json", backend="cpu", run_id="r", subjects=list(names),
+                  models=["llama"], timeout_s=60, jobs=2)
+    return SimpleNamespace(run=run, subjects=[SimpleNamespace(name=n) for n in names],
+                           previous=previous, reused=tuple(names) if previous else ())
 
 
 def _worker(name, code=0, timed_out=False, tail=()):
@@ -19,7 +22,7 @@ def _worker(name, code=0, timed_out=False, tail=()):
 
 
 def _part(subject, verdicts, collected=None):
-    return {"env": {"python": "3.11"},
+    return {"cell": "c", "env": {"python": "3.11"},
             "subjects": {subject: {"collected": len(verdicts) if collected is None
                                    else collected}},
             "results": [{"check": "parity", "verdict": v, "subject": subject} for v in verdicts],
@@ -28,11 +31,20 @@ def _part(subject, verdicts, collected=None):
 
 def _merge(parts, opts=None):
     opts = opts or _opts(*parts)
-    return merge_cell(opts, parts, None, 0.0)[0]
+    found = {name: Part(*p) for name, p in parts.items()}
+    return merge_cell(opts, found, None, 0.0)[0].to_json()
 
 
 def _runs(doc):
     return [r for r in doc["results"] if r["check"] == "run"]
+
+
+def test_an_unreadable_part_is_an_error_naming_the_key():
+    part = _part("none", ["pass"])
+    part["results"][0]["verdcit"] = "pass"
+    doc = _merge({"none": (_worker("none", 0), part, None)})
+    (row,) = _runs(doc)
+    assert "unreadable record" in row["detail"] and "verdcit" in row["detail"]
 
 
 def test_complete_subjects_add_nothing():
@@ -75,9 +87,11 @@ def test_a_subject_that_never_started_is_an_error():
 
 
 def test_reused_subjects_are_copied_and_marked():
-    old = {"results": [{"check": "parity", "verdict": "pass", "subject": "none"}],
-           "patches": [], "bench": [], "subject": {"collected": 1}, "env": {"python": "3.11"}}
-    doc = _merge({}, _opts("none", reused={"none": old}))
+    old = CellDoc.from_json({"cell": "c", "complete": True, "env": {"python": "3.11"},
+                             "results": [{"check": "parity", "verdict": "pass",
+                                          "subject": "none"}],
+                             "subjects": {"none": {"collected": 1}}})
+    doc = _merge({}, _opts("none", previous=old))
     assert doc["results"][0]["reused"] is True and doc["subjects"]["none"]["reused"] is True
 
 

@@ -5,26 +5,26 @@ from __future__ import annotations
 
 import copy
 
-from mlxcompat.checks import DEFAULT_TOLERANCE, guarded
 from mlxcompat.checks.compare import compare_rows
 from mlxcompat.checks.parity import parity_rows
+from mlxcompat.checks.spec import Case, CheckSpec, Context, Selection, guarded, wanted
 from mlxcompat.models import build_model
-from mlxcompat.registry import ModelDecl
-from mlxcompat.results import CheckResult
+from mlxcompat.records.rows import ResultRow
+from mlxcompat.registry import Registry
+
+SCENARIOS = ("extract-merge",)
 
 _WARMUP_STEPS = 2
 _CHECK_STEPS = 4
 
 
-def check_cache_contract(
-    model: ModelDecl, subject: str, tolerance: float = DEFAULT_TOLERANCE, seed: int = 0
-) -> CheckResult:
+def run_cache_contract(case: Case, ctx: Context, seed: int = 0) -> ResultRow:
     """Prefill rows alone, merge, decode; then split (extract) + re-merge and compare."""
 
-    def body() -> CheckResult:
+    def body() -> ResultRow:
         from mlxcompat.drivers.lm_cache import decode_steps, extract_rows, merge_rows, prefill_alone
 
-        net = build_model(model, seed)
+        net = build_model(ctx.registry.models[case.model], seed)
         prompts = [r.prompt for r in parity_rows("fresh", seed)]
         singles = [prefill_alone(net, p) for p in prompts]
         batch = merge_rows([c for c, _ in singles])
@@ -33,10 +33,20 @@ def check_cache_contract(
         remerged = merge_rows(extract_rows(batch, len(prompts)))
         unsplit_tokens, unsplit = decode_steps(net, copy.copy(batch), last, _CHECK_STEPS)
         split_tokens, split = decode_steps(net, remerged, last, _CHECK_STEPS)
-        verdict, metrics, detail = compare_rows(
-            split, unsplit, split_tokens, unsplit_tokens, tolerance
-        )
-        return CheckResult("cache-contract", verdict, "extract-merge", model.name, subject,  # type: ignore[arg-type]
-                           metrics, detail)
+        found = compare_rows(split, unsplit, split_tokens, unsplit_tokens, ctx.tolerance)
+        return case.row(ctx.subject, found.verdict, **found.fields())
 
-    return guarded("cache-contract", "extract-merge", model.name, subject, body)
+    return guarded(case, ctx.subject, body)
+
+
+def cache_contract_cases(selection: Selection) -> list[Case]:
+    return wanted(selection, [Case("cache-contract", model=m.name, scenario=s)
+                              for m in selection.models_of("lm") for s in SCENARIOS])
+
+
+def _values(registry: Registry) -> dict[str, tuple[str, ...] | None]:
+    return {"scenario": SCENARIOS}
+
+
+SPEC = CheckSpec("cache-contract", ("model", "subject"), cache_contract_cases,
+                 run_cache_contract, _values)

@@ -9,9 +9,27 @@ failure that names the row, never a silent pass.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
+
+@dataclass
+class Comparison:
+    """The comparator's finding: verdict, max |Δ| (None when a score was not finite), whether
+    greedy tokens matched, per-row details, and a one-line reason."""
+
+    verdict: str
+    delta: float | None
+    tokens_equal: bool
+    detail: str
+    metrics: dict[str, Any] = field(default_factory=dict)
+
+    def fields(self) -> dict[str, Any]:
+        """The ResultRow fields this comparison fills."""
+        return {"delta": self.delta, "tokens_equal": self.tokens_equal, "metrics": self.metrics,
+                "detail": self.detail}
 
 
 def _finite(steps: Sequence[Any]) -> bool:
@@ -45,16 +63,16 @@ def compare_rows(
     reference_tokens: Sequence[Sequence[int]],
     tolerance: float,
     stalled: Sequence[int] = (),
-) -> tuple[str, dict[str, Any], str]:
-    """Return (verdict, metrics, detail) for per-row score vectors and greedy tokens.
+) -> Comparison:
+    """Compare per-row score vectors and greedy tokens.
 
     Scores are compared only up to a row's first token mismatch: past it the two runs are
     conditioned on different inputs and their difference means nothing.
     """
     problems = _shape_problems(batched, reference, batched_tokens, reference_tokens)
     if problems and not batched:
-        return "fail", {"max_abs_delta": None, "tokens_equal": False, "rows": 0,
-                        "tolerance": tolerance}, "; ".join(problems)
+        return Comparison("fail", None, False, "; ".join(problems),
+                          {"rows": 0, "tolerance": tolerance})
     rows = min(len(batched), len(reference), len(batched_tokens), len(reference_tokens))
     max_delta = 0.0
     row_delta: dict[str, float] = {}
@@ -78,11 +96,10 @@ def compare_rows(
             mismatched.append({"row": row, "first_diff": diverge, "batched": b_tok,
                                "single": r_tok})
     tokens_equal = not mismatched and not stalled
+    found = None if non_finite else max_delta
     metrics = {
-        "max_abs_delta": None if non_finite else max_delta,
         "non_finite_rows": non_finite,
         "tolerance": tolerance,
-        "tokens_equal": tokens_equal,
         "rows": rows,
         "mismatched_rows": mismatched,
         "row_max_abs_delta": row_delta,
@@ -100,5 +117,6 @@ def compare_rows(
     if not non_finite and max_delta > tolerance:
         reasons.append(f"max |Δ| {max_delta:.2e} > {tolerance:.0e}")
     if reasons:
-        return "fail", metrics, "; ".join(reasons)
-    return "pass", metrics, f"max |Δ| {max_delta:.2e} <= {tolerance:.0e}"
+        return Comparison("fail", found, tokens_equal, "; ".join(reasons), metrics)
+    return Comparison("pass", found, tokens_equal, f"max |Δ| {max_delta:.2e} <= {tolerance:.0e}",
+                      metrics)

@@ -9,14 +9,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from mlxcompat.checks import guarded
-from mlxcompat.checks.compare import compare_rows
+from mlxcompat.checks.compare import Comparison, compare_rows
+from mlxcompat.checks.spec import Case, CheckSpec, Context, Selection, guarded, wanted
 from mlxcompat.models import build_model
-from mlxcompat.registry import GLM4V_PATHS, GLM4V_SCENARIOS, ModelDecl
-from mlxcompat.results import CheckResult
+from mlxcompat.records.rows import ResultRow
+from mlxcompat.registry import Registry
 
-__all__ = ["GLM4V_PATHS", "GLM4V_SCENARIOS", "check_glm4v"]
+__all__ = ["GLM4V_PATHS", "GLM4V_SCENARIOS", "SPEC", "run_glm4v"]
 
+GLM4V_SCENARIOS: tuple[str, ...] = ("equal", "padded", "padded-reversed", "filter", "extend",
+                                     "merge")
+GLM4V_PATHS: tuple[str, ...] = ("inner", "outer")  # GLM4VModel, LanguageModel
 _SHORT, _MID, _LONG = [5, 17, 42], [9, 3, 77, 21, 64], [11, 99, 4, 58, 30, 120, 7, 66]
 _EQUAL = [[12, 40, 7, 91, 33], [88, 2, 56, 19, 70]]
 STEPS = 4  # logits per row: the prefill plus three greedy decode steps
@@ -27,7 +30,9 @@ Rows = dict[int, list[Any]]
 def _greedy(logits: Any) -> list[int]:
     import mlx.core as mx
 
-    return [int(t) for t in mx.argmax(logits, axis=-1).tolist()]
+    from mlxcompat.drivers.modules import host_ints
+
+    return host_ints(mx.argmax(logits, axis=-1))
 
 
 def _record(rows: Rows, order: list[int], logits: Any) -> None:
@@ -116,8 +121,8 @@ _SCENARIOS: dict[str, Callable[[Any], tuple[list[list[int]], Rows]]] = {
 }
 
 
-def _compare(lm: Any, path: str, prompts: list[list[int]], rows: Rows, first: int,
-             tolerance: float) -> tuple[str, dict[str, Any], str]:
+def compare_scenario(lm: Any, path: str, prompts: list[list[int]], rows: Rows, first: int,
+                     tolerance: float) -> Comparison:
     """Each row's recorded logits against the same steps of the prompt run alone."""
     import numpy as np
 
@@ -130,30 +135,45 @@ def _compare(lm: Any, path: str, prompts: list[list[int]], rows: Rows, first: in
         reference.append([np.array(w) for w in want])
         b_tokens.append([_greedy(g[None])[0] for g in got])
         r_tokens.append([_greedy(w[None])[0] for w in want])
-    verdict, metrics, detail = compare_rows(batched, reference, b_tokens, r_tokens, tolerance)
-    metrics["prompt_lengths"] = [len(p) for p in prompts]
-    metrics["first_step"] = first
-    return verdict, metrics, detail
+    found = compare_rows(batched, reference, b_tokens, r_tokens, tolerance)
+    found.metrics["prompt_lengths"] = [len(p) for p in prompts]
+    found.metrics["first_step"] = first
+    return found
 
 
-def check_glm4v(model: ModelDecl, scenario: str, path: str, subject: str,
-                tolerance: float = 1e-4, seed: int = 0) -> CheckResult:
-    """One GLM4V scenario on one path: batched BatchKVCache logits vs each prompt alone.
+def run_scenario(lm: Any, scenario: str, path: str, tolerance: float) -> Comparison:
+    """One scenario on one path of a built GLM4V language model, batched vs each alone."""
+    from mlxcompat.drivers.glm4v import BatchRunner
 
-    Never raises: an exception becomes verdict "error", SkipCheck becomes "skip".
-    """
-    mode = f"{scenario}/{path}"
+    if scenario not in _SCENARIOS or path not in GLM4V_PATHS:
+        raise ValueError(f"unknown GLM4V scenario/path {scenario!r}/{path!r}")
+    prompts, rows = _SCENARIOS[scenario](BatchRunner(lm, path))
+    return compare_scenario(lm, path, prompts, rows, FIRST_STEP.get(scenario, 0), tolerance)
 
-    def body() -> CheckResult:
-        if scenario not in _SCENARIOS or path not in GLM4V_PATHS:
-            raise ValueError(f"unknown GLM4V scenario/path {scenario!r}/{path!r}")
-        from mlxcompat.drivers.glm4v import BatchRunner, call_body_kind
 
-        lm = build_model(model, seed)
-        prompts, rows = _SCENARIOS[scenario](BatchRunner(lm, path))
-        verdict, metrics, detail = _compare(lm, path, prompts, rows,
-                                            FIRST_STEP.get(scenario, 0), tolerance)
-        metrics["call_body"] = call_body_kind()
-        return CheckResult("glm4v", verdict, mode, model.name, subject, metrics, detail)  # type: ignore[arg-type]
+def run_glm4v(case: Case, ctx: Context, seed: int = 0) -> ResultRow:
+    """One GLM4V scenario on one path: batched BatchKVCache logits vs each prompt alone."""
 
-    return guarded("glm4v", mode, model.name, subject, body)
+    def body() -> ResultRow:
+        from mlxcompat.drivers.glm4v import call_body_kind
+
+        lm = build_model(ctx.registry.models[case.model], seed)
+        found = run_scenario(lm, case.scenario, case.path, ctx.tolerance)
+        found.metrics["call_body"] = call_body_kind()
+        return case.row(ctx.subject, found.verdict, **found.fields())
+
+    return guarded(case, ctx.subject, body)
+
+
+def glm4v_cases(selection: Selection) -> list[Case]:
+    return wanted(selection, [Case("glm4v", model=m.name, scenario=s, path=p)
+                              for m in selection.models_of("glm4v")
+                              for s in GLM4V_SCENARIOS for p in GLM4V_PATHS])
+
+
+def _values(registry: Registry) -> dict[str, tuple[str, ...] | None]:
+    return {"scenario": GLM4V_SCENARIOS, "path": GLM4V_PATHS}
+
+
+SPEC = CheckSpec("glm4v", ("model", "scenario", "path", "subject"), glm4v_cases, run_glm4v,
+                 _values)

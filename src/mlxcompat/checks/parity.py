@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from mlxcompat.checks import DEFAULT_TOLERANCE, guarded
 from mlxcompat.checks.compare import compare_rows
+from mlxcompat.checks.spec import Case, CheckSpec, Context, Selection, guarded, wanted
 from mlxcompat.models import build_model
-from mlxcompat.registry import PARITY_MODES, ModelDecl
-from mlxcompat.results import CheckResult
+from mlxcompat.records.rows import ResultRow
+from mlxcompat.registry import PARITY_MODES, Registry
 
 MODES = PARITY_MODES
 _PROMPT_LENGTHS = (7, 3, 5, 9)
@@ -59,29 +59,39 @@ def parity_rows(mode: str, seed: int = 0) -> list:
     raise ValueError(f"unknown parity mode {mode!r}; expected one of {MODES}")
 
 
-def check_parity(
-    model: ModelDecl, mode: str, subject: str, tolerance: float = DEFAULT_TOLERANCE,
-    seed: int = 0,
-) -> CheckResult:
+def run_parity(case: Case, ctx: Context, seed: int = 0) -> ResultRow:
     """Batched (BatchGenerator) vs single (`generate_step`) greedy tokens and logprobs."""
 
-    def body() -> CheckResult:
+    def body() -> ResultRow:
         from mlxcompat.drivers.lm_runner import run_batched, run_single
 
+        model = ctx.registry.models[case.model]
         if model.runner != "lm":
             raise ValueError(f"{model.name} is not driven by BatchGenerator")
         net = build_model(model, seed)
-        rows = parity_rows(mode, seed)
+        rows = parity_rows(case.mode, seed)
         batched = run_batched(net, rows)
         single = [run_single(net, r) for r in rows]
-        verdict, metrics, detail = compare_rows(
+        found = compare_rows(
             [b.logprobs for b in batched],
             [s.logprobs for s in single],
             [b.tokens for b in batched],
             [s.tokens for s in single],
-            tolerance,
+            ctx.tolerance,
             stalled=[i for i, b in enumerate(batched) if b.finish_reason is None],
         )
-        return CheckResult("parity", verdict, mode, model.name, subject, metrics, detail)  # type: ignore[arg-type]
+        return case.row(ctx.subject, found.verdict, **found.fields())
 
-    return guarded("parity", mode, model.name, subject, body)
+    return guarded(case, ctx.subject, body)
+
+
+def parity_cases(selection: Selection) -> list[Case]:
+    return wanted(selection, [Case("parity", model=m.name, mode=mode)
+                              for m in selection.models_of("lm") for mode in m.modes])
+
+
+def _values(registry: Registry) -> dict[str, tuple[str, ...] | None]:
+    return {"mode": PARITY_MODES}
+
+
+SPEC = CheckSpec("parity", ("model", "mode", "subject"), parity_cases, run_parity, _values)

@@ -1,110 +1,140 @@
-"""The subject's own rows: import, patch status (observed, against the release's need) and
-idempotence. Every verdict comes from what the harness observed, never from what the entry
-point said about itself; a self-report that disagrees with the observation fails."""
+"""The subject's own rows: install, import, patch status (observed, against the release's
+need) and idempotence. Every verdict comes from what the harness observed, never from what
+the entry point said about itself; a self-report that disagrees with the observation fails."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
 
-from mlxcompat.registry import RoleDecl
-from mlxcompat.results import CheckResult
-from mlxcompat.spec import SubjectRun
+from mlxcompat.checks.spec import Case, CheckSpec, Context, Selection, wanted
+from mlxcompat.records.need import Need
+from mlxcompat.records.patches import PatchRow
+from mlxcompat.records.rows import ResultRow
+from mlxcompat.registry import Registry, RoleDecl
 
 
-def _not_run(check: str, role: str, run: SubjectRun) -> CheckResult:
-    why = (f"subject did not install: {run.install_error}" if run.install_error
+def _not_run(case: Case, ctx: Context) -> ResultRow:
+    why = (f"subject did not install: {ctx.install_error}" if ctx.install_error
            else "the entry point was never applied")
-    return CheckResult(check, "error", role, "", run.subject, detail=f"not run: {why}")
+    return case.row(ctx.subject, "error", f"not run: {why}")
 
 
-def check_import(role: str, run: SubjectRun, row: dict[str, Any] | None) -> CheckResult:
+def run_install(case: Case, ctx: Context) -> ResultRow:
+    if ctx.install_error:
+        return case.row(ctx.subject, "error", f"subject did not install: {ctx.install_error}")
+    return case.row(ctx.subject, "pass", "installed")
+
+
+def run_import(case: Case, ctx: Context) -> ResultRow:
+    row = ctx.patches.get(case.role)
     if row is None:
-        return _not_run("import", role, run)
-    if not row.get("imported", False):
-        return CheckResult("import", "error", role, "", run.subject, detail=row["detail"])
-    return CheckResult("import", "pass", role, "", run.subject, detail=row["entry_point"])
+        return _not_run(case, ctx)
+    if not row.imported:
+        return case.row(ctx.subject, "error", row.detail)
+    return case.row(ctx.subject, "pass", row.entry_point)
 
 
-def judge(role: RoleDecl, status: str, need: dict[str, Any]) -> tuple[str, str]:
-    """Verdict for an observed status, given the clean-process probe's record of the need.
+def judge(role: RoleDecl, observed: str, need: Need) -> tuple[str, str]:
+    """Verdict for an observed status, given the need probe's record of the need.
 
-    `need` is {"needed": bool | None, "why": str}; None means no probe speaks to this role
-    (a project's own role), so only agreement and errors are judged.
+    A role without a `need` (a project's own role) is judged on agreement and errors only.
     """
-    needed, why = need.get("needed"), need.get("why", "")
-    if status == "error":
+    if observed == "error":
         return "error", "entry point raised"
-    if need.get("unknown"):
-        return "error", f"cannot judge: {why}"
-    if needed is None or role.forced:
-        return "pass", f"{status} ({why or 'no need probe for this role'})"
-    if needed:
-        if status == "applied":
-            return "pass", f"applied where needed ({why})"
-        return "fail", f"{status} although the release needs it ({why})"
-    if status == "applied":
-        return "fail", f"applied although not needed ({why})"
-    return "pass", f"{status}; not needed ({why})"
+    if role.need and need.needed is None:
+        return "error", f"cannot judge: {need.why}"
+    if not role.need or role.forced:
+        return "pass", f"{observed} ({need.why or 'no need probe for this role'})"
+    if need.needed:
+        if observed == "applied":
+            return "pass", f"applied where needed ({need.why})"
+        return "fail", f"{observed} although the release needs it ({need.why})"
+    if observed == "applied":
+        return "fail", f"applied although not needed ({need.why})"
+    return "pass", f"{observed}; not needed ({need.why})"
 
 
-def role_need(role: RoleDecl, capabilities: dict[str, Any]) -> dict[str, Any]:
-    """What the clean-process probe says about the capability this role patches."""
+def role_need(role: RoleDecl, ctx: Context) -> Need:
+    """What the need probe found for the capability this role patches."""
     if not role.need:
-        return {"needed": None, "why": ""}
-    record = capabilities.get(role.need)
-    if not isinstance(record, dict) or record.get("needed") is None:
-        why = (record or {}).get("why") if isinstance(record, dict) else None
-        return {"needed": None, "unknown": True,
-                "why": why or capabilities.get("error") or
-                f"the clean-process probe recorded nothing for {role.need!r}"}
-    return {"needed": record.get("needed"), "why": record.get("why", "")}
+        return Need(needed=None)
+    return ctx.need().for_capability(role.need)
 
 
-def check_patch_status(role: RoleDecl, run: SubjectRun, row: dict[str, Any] | None,
-                       capabilities: dict[str, Any]) -> CheckResult:
+def run_patch_status(case: Case, ctx: Context) -> ResultRow:
+    row = ctx.patches.get(case.role)
     if row is None:
-        return _not_run("patch-status", role.name, run)
-    need = role_need(role, capabilities)
-    verdict, detail = judge(role, row["status"], need)
-    claim = row.get("claim") or []
-    if verdict != "error" and not row.get("agrees", True):
+        return _not_run(case, ctx)
+    role = ctx.registry.roles[case.role]
+    need = role_need(role, ctx)
+    verdict, detail = judge(role, row.observed, need)
+    if verdict != "error" and not row.agrees:
         verdict = "fail"
-        detail = f"says {'/'.join(claim)} but observed {row['status']}; {detail}"
-    metrics = {"status": row["status"], "claim": claim, "needed": need["needed"],
-               "changed": row.get("changed", [])[:20]}
-    return CheckResult("patch-status", verdict, role.name, "", run.subject, metrics,  # type: ignore[arg-type]
-                       f"{detail}; {row.get('detail', '')}".strip("; "))
+        detail = f"says {'/'.join(row.claim)} but observed {row.observed}; {detail}"
+    metrics = {"observed": row.observed, "claim": row.claim, "needed": need.needed,
+               "changed": row.changed[:20]}
+    return case.row(ctx.subject, verdict, f"{detail}; {row.detail}".strip("; "),
+                    metrics=metrics)
 
 
-def check_idempotence(role: str, run: SubjectRun, row: dict[str, Any] | None) -> CheckResult:
+def idempotence_problems(row: PatchRow) -> list[str]:
+    rec = row.idempotence
+    assert rec is not None
+    if rec.raised:
+        return [f"raised after changing {', '.join(rec.left_changed[:6])} (half-applied)"] \
+            if rec.left_changed else []
+    problems = []
+    if rec.second_call_raised:
+        problems.append(f"second call raised {rec.second_call_raised}")
+    if rec.second_call_changed:
+        problems.append("second call changed " + ", ".join(rec.second_call_changed[:6]))
+    if rec.unpatch_raised:
+        problems.append(f"unpatch raised {rec.unpatch_raised}")
+    if rec.not_restored:
+        problems.append("unpatch left " + ", ".join(rec.not_restored[:6]))
+    if rec.reapply_differs:
+        problems.append("re-apply changed other targets: " + ", ".join(rec.reapply_differs[:6]))
+    return problems
+
+
+def run_idempotence(case: Case, ctx: Context) -> ResultRow:
     """A second call changes nothing; `unpatch` (where offered) restores every target by
     identity and a re-apply changes the same targets; a call that raised left nothing
     half-applied."""
-    if row is None or "idempotence" not in row:
-        if row is not None and not row.get("imported", True):
-            return CheckResult("idempotence", "error", role, "", run.subject,
-                               detail=row["detail"])
-        return _not_run("idempotence", role, run)
-    rec = row["idempotence"]
-    problems = []
-    if rec.get("raised"):
-        if rec.get("left_changed"):
-            problems.append("raised after changing " + ", ".join(rec["left_changed"][:6])
-                            + " (half-applied)")
-    else:
-        if rec.get("second_call_raised"):
-            problems.append(f"second call raised {rec['second_call_raised']}")
-        if rec.get("second_call_changed"):
-            problems.append("second call changed " + ", ".join(rec["second_call_changed"][:6]))
-        if rec.get("unpatch_raised"):
-            problems.append(f"unpatch raised {rec['unpatch_raised']}")
-        if rec.get("not_restored"):
-            problems.append("unpatch left " + ", ".join(rec["not_restored"][:6]))
-        if rec.get("reapply_differs"):
-            problems.append("re-apply changed other targets: "
-                            + ", ".join(rec["reapply_differs"][:6]))
-    verdict = "fail" if problems else "pass"
-    how = "with unpatch" if rec.get("unpatch") else "no unpatch offered"
+    row = ctx.patches.get(case.role)
+    if row is None or row.idempotence is None:
+        if row is not None and not row.imported:
+            return case.row(ctx.subject, "error", row.detail)
+        return _not_run(case, ctx)
+    problems = idempotence_problems(row)
+    rec = row.idempotence
+    assert rec is not None
+    how = "with unpatch" if rec.unpatch_offered else "no unpatch offered"
     detail = "; ".join(problems) or (
-        "nothing half-applied" if rec.get("raised") else f"idempotent ({how})")
-    return CheckResult("idempotence", verdict, role, "", run.subject, {"record": rec}, detail)  # type: ignore[arg-type]
+        "nothing half-applied" if rec.raised else f"idempotent ({how})")
+    return case.row(ctx.subject, "fail" if problems else "pass", detail,
+                    metrics={"record": rec.to_json()})
+
+
+def install_cases(selection: Selection) -> list[Case]:
+    return wanted(selection, [Case("install")] if selection.installs else [])
+
+
+def _role_cases(check: str) -> Callable[[Selection], list[Case]]:
+    def cases(selection: Selection) -> list[Case]:
+        return wanted(selection, [Case(check, role=role) for role in selection.roles])
+    return cases
+
+
+def _roles(registry: Registry) -> dict[str, tuple[str, ...] | None]:
+    return {"role": tuple(registry.roles)}
+
+
+INSTALL = CheckSpec("install", ("subject",), install_cases, run_install,
+                    runs_when_broken=True, always=True, bisectable=False, order=0)
+IMPORT = CheckSpec("import", ("role", "subject"), _role_cases("import"), run_import, _roles,
+                   runs_when_broken=True, always=True, order=0)
+PATCH_STATUS = CheckSpec("patch-status", ("role", "subject"), _role_cases("patch-status"),
+                         run_patch_status, _roles, runs_when_broken=True, order=3)
+IDEMPOTENCE = CheckSpec("idempotence", ("role", "subject"), _role_cases("idempotence"),
+                        run_idempotence, _roles, runs_when_broken=True, order=3)

@@ -13,8 +13,8 @@ from typing import Any
 
 import mlx.core as mx
 
-from mlxcompat.drivers.capabilities import generate_module
 from mlxcompat.drivers.lm_runner import Row, close, insert_rows, new_batch_generator, step
+from mlxcompat.drivers.modules import generate_module, host_int, host_ints
 
 
 @dataclass
@@ -92,7 +92,7 @@ def time_sequential(model: Any, prompts: Sequence[list[int]], gen_tokens: int) -
         steps = gen.generate_step(prompt=mx.array(prompt), model=model, max_tokens=gen_tokens)
         first = None
         for n, (token, _) in enumerate(steps):
-            int(token.item() if isinstance(token, mx.array) else token)
+            host_int(token)
             if n == 0:
                 _sync()
                 first = time.perf_counter()
@@ -113,11 +113,11 @@ def time_glm4v(lm: Any, prompts: Sequence[list[int]], gen_tokens: int) -> Timing
     _sync()
     start = time.perf_counter()
     logits = runner.prefill([list(p) for p in prompts])
-    tokens = mx.argmax(logits, axis=-1).tolist()
+    tokens = host_ints(mx.argmax(logits, axis=-1))
     _sync()
     first = time.perf_counter()
     for _ in range(gen_tokens - 1):
-        tokens = mx.argmax(runner.step(tokens), axis=-1).tolist()
+        tokens = host_ints(mx.argmax(runner.step(tokens), axis=-1))
     _sync()
     end = time.perf_counter()
     return Timing(sum(len(p) for p in prompts), first - start,

@@ -8,6 +8,8 @@ import sys
 from importlib import metadata
 from typing import Any
 
+from mlxcompat.records.cell import Environment, Fingerprint
+
 PACKAGES = (
     "mlx", "mlx-cpu", "mlx-metal", "mlx-cuda", "mlx-cuda-13", "mlx-lm", "mlx-vlm",
     "transformers", "vllm-mlx", "numpy", "mlxcompat",
@@ -62,30 +64,22 @@ def _cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
-def fingerprint(backend: str, device: str) -> dict[str, Any]:
+def fingerprint(backend: str, device: str) -> Fingerprint:
     """What makes throughput comparable: only a baseline with the same one gates a run."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return {"os": sys.platform, "arch": platform.machine(), "cpu": _cpu_model(),
-            "cores": cores, "backend": backend, "device": device}
+    return Fingerprint(os=sys.platform, arch=platform.machine(), cpu=_cpu_model(), cores=cores,
+                       backend=backend, device=device)
 
 
-def describe_environment() -> dict[str, Any]:
+def describe_environment() -> Environment:
     """The `env` section of the cell JSON."""
-    env: dict[str, Any] = {
-        "python": platform.python_version(),
-        "platform": f"{sys.platform}-{platform.machine()}",
-        "packages": {p: v for p in PACKAGES if (v := _version(p))},
-        "mlx_enable_tf32": os.environ.get("MLX_ENABLE_TF32"),
-    }
+    env = Environment(python=platform.python_version(),
+                      platform=f"{sys.platform}-{platform.machine()}",
+                      packages={p: v for p in PACKAGES if (v := _version(p))},
+                      mlx_enable_tf32=os.environ.get("MLX_ENABLE_TF32"))
     try:
-        env["backend"], env["device_name"] = _backend_and_device()
+        env.backend, env.device_name = _backend_and_device()
     except ImportError as exc:
-        env["backend"], env["device_name"] = "unavailable", f"mlx not importable: {exc}"
-    env["fingerprint"] = fingerprint(env["backend"], env["device_name"])
-    try:
-        from mlxcompat.drivers.capabilities import probe_lm
-
-        env["capabilities"] = probe_lm().to_json()
-    except Exception as exc:
-        env["capabilities"] = {"error": f"{type(exc).__name__}: {exc}"}
+        env.backend, env.device_name = "unavailable", f"mlx not importable: {exc}"
+    env.fingerprint = fingerprint(env.backend, env.device_name)
     return env

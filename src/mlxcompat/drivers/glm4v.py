@@ -10,13 +10,14 @@ import hashlib
 import importlib
 import inspect
 import textwrap
-from types import ModuleType, SimpleNamespace
+from types import ModuleType
 from typing import Any
 
 import mlx.core as mx
 
-from mlxcompat.drivers.static_probe import GLM4V_BODIES
-from mlxcompat.results import SkipCheck
+from mlxcompat.drivers.drift_scan import GLM4V_BODIES
+from mlxcompat.drivers.modules import host_int
+from mlxcompat.errors import SkipCheck
 
 PATHS: tuple[str, ...] = ("inner", "outer")
 
@@ -31,7 +32,7 @@ def glm4v_language_module() -> ModuleType:
         raise SkipCheck(f"mlx_vlm glm4v_moe is not available here: {exc}") from exc
 
 
-def cache_classes() -> tuple[type, type]:
+def cache_classes() -> tuple[Any, Any]:
     """(KVCache, BatchKVCache) as the installed mlx-vlm uses them.
 
     mlx-vlm re-exports mlx-lm's classes up to 0.6.3 and vendors its own copy later; the copy
@@ -65,103 +66,6 @@ def call_body_digest() -> str:
 def call_body_kind() -> str:
     """Label of the installed upstream body: cache-list-mask, cache0-mask or unknown."""
     return GLM4V_BODIES.get(call_body_digest(), "unknown")
-
-
-class _StandInModel:
-    """Plays a GLM4VModel for a probe: records positions and mask, computes nothing."""
-
-    start_idx = 0
-    num_layers = 1
-
-    def __init__(self) -> None:
-        self.seen: dict[str, Any] = {}
-        self.layers = [self._layer]
-        self.weight = mx.zeros((4,))
-        self.norm = self  # `norm.weight` gives the dtype, `norm(h)` passes h through
-
-    def __call__(self, h: Any) -> Any:
-        return h
-
-    def embed_tokens(self, x: Any) -> Any:
-        return mx.zeros((*x.shape, 4))
-
-    def rotary_emb(self, h: Any, position_ids: Any) -> None:
-        self.seen["pos"] = position_ids
-
-    def _layer(self, h: Any, mask: Any, cache: Any, embeddings: Any) -> Any:
-        self.seen["mask"] = mask
-        return h
-
-
-def inner_handles_batches(call: Any) -> bool:
-    """Does this `GLM4VModel.__call__` give each row its own positions and the padding mask?
-
-    Runs it on a stand-in model with a two-row BatchKVCache whose first row is padded by two.
-    """
-    stub, cache = _StandInModel(), cache_classes()[1]([2, 0])
-    try:
-        call(stub, mx.zeros((2, 3), dtype=mx.int32), cache=[cache])
-        pos, mask = stub.seen.get("pos"), stub.seen.get("mask")
-        rows = cache.offset[:, None] + mx.arange(3)[None]
-        want_pos = mx.broadcast_to(rows[None], (3, 2, 3))
-        want_mask = cache.make_mask(3)
-        same_pos = mx.array_equal(mx.broadcast_to(pos, want_pos.shape), want_pos)
-        same_mask = mx.array_equal(mx.broadcast_to(mask, want_mask.shape), want_mask)
-        return bool(same_pos.item()) and bool(same_mask.item())
-    except Exception:
-        return False
-
-
-def outer_handles_batches(call: Any, lm_cls: type) -> bool:
-    """Does this `LanguageModel.__call__` keep each padded row's positions consistent?
-
-    Prefills then decodes a padded two-row batch through a stand-in: every row's decode
-    position must be one past its last prefill position.
-    """
-    seen: list[Any] = []
-    stub = SimpleNamespace(
-        _rope_deltas=None,
-        _position_ids=None,
-        config=SimpleNamespace(
-            vision_config=SimpleNamespace(spatial_merge_size=2),
-            image_token_id=-1,
-            video_token_id=-2,
-            vision_start_token_id=-3,
-        ),
-        model=lambda inputs, **kw: seen.append(kw.get("position_ids")) or inputs,
-        lm_head=lambda h: h,
-    )
-    stub.get_rope_index = lambda *args: lm_cls.get_rope_index(stub, *args)
-    try:
-        cache = cache_classes()[1]([2, 0])
-        call(stub, mx.zeros((2, 3), dtype=mx.int32), cache=[cache])
-        cache.offset = cache.offset + 3
-        cache._idx = 3
-        call(stub, mx.zeros((2, 1), dtype=mx.int32), cache=[cache])
-        prefill, decode = seen
-        return bool(mx.all(decode[0, :, 0] - prefill[0, :, -1] == 1).item())
-    except Exception:
-        return False
-
-
-def glm4v_needs_patch() -> tuple[bool, str]:
-    """Whether the installed upstream code (ignoring any wrapper of ours) mis-batches GLM4V."""
-    try:
-        language = glm4v_language_module()
-    except SkipCheck as exc:
-        return False, str(exc)
-    lm_cls = language.LanguageModel
-    wrong = [
-        name
-        for name, ok in (
-            ("inner GLM4VModel", inner_handles_batches(_original_call())),
-            ("outer LanguageModel", outer_handles_batches(inspect.unwrap(lm_cls.__call__), lm_cls)),
-        )
-        if not ok
-    ]
-    if not wrong:
-        return False, "upstream GLM4V code batches BatchKVCache correctly"
-    return True, " and ".join(wrong) + " mishandle per-row BatchKVCache offsets / padding"
 
 
 def reset_position_state(lm: Any) -> None:
@@ -200,7 +104,7 @@ def run_single(lm: Any, prompt: list[int], steps: int, path: str) -> list[Any]:
     mx.eval(logits)
     out = [logits]
     for _ in range(steps - 1):
-        token = int(mx.argmax(out[-1]).item())
+        token = host_int(mx.argmax(out[-1]))
         logits = forward(lm, _tokens([[token]]), cache, path)[0, -1]
         mx.eval(logits)
         out.append(logits)

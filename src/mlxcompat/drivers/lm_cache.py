@@ -11,8 +11,8 @@ from typing import Any
 
 import mlx.core as mx
 
-from mlxcompat.drivers.capabilities import cache_module, generate_module
-from mlxcompat.results import SkipCheck
+from mlxcompat.drivers.modules import cache_module, generate_module, host_int, host_ints
+from mlxcompat.errors import SkipCheck
 
 
 def prefill_alone(model: Any, prompt: Sequence[int]) -> tuple[list[Any], int]:
@@ -20,7 +20,7 @@ def prefill_alone(model: Any, prompt: Sequence[int]) -> tuple[list[Any], int]:
     cache = cache_module().make_prompt_cache(model)
     logits = model(mx.array([list(prompt)]), cache=cache)
     mx.eval(logits, [c.state for c in cache])
-    return cache, int(mx.argmax(logits[0, -1]).item())
+    return cache, host_int(mx.argmax(logits[0, -1]))
 
 
 def merge_rows(rows: Sequence[list[Any]]) -> list[Any]:
@@ -50,7 +50,7 @@ def decode_steps(
         logprobs = logits - mx.logsumexp(logits, axis=-1, keepdims=True)
         y = mx.argmax(logprobs, axis=-1)
         mx.eval(y, logprobs)
-        for row, (t, lp) in enumerate(zip(y.tolist(), logprobs, strict=True)):
-            tokens[row].append(int(t))
+        for row, (t, lp) in enumerate(zip(host_ints(y), logprobs, strict=True)):
+            tokens[row].append(t)
             scores[row].append(np.array(lp))
     return tokens, scores

@@ -14,8 +14,8 @@ from typing import Any
 import mlx.core as mx
 import numpy as np
 
-from mlxcompat.drivers.capabilities import cache_module, generate_module
-from mlxcompat.results import SkipCheck
+from mlxcompat.drivers.modules import cache_module, generate_module, host_int
+from mlxcompat.errors import SkipCheck
 
 
 @dataclass
@@ -74,7 +74,7 @@ def _decode_alone(model: Any, tokens: list[int], max_tokens: int) -> RowOutput:
     out = RowOutput()
     steps = gen.generate_step(prompt=mx.array(tokens), model=model, max_tokens=max_tokens)
     for token, logprobs in steps:
-        out.tokens.append(int(token.item() if isinstance(token, mx.array) else token))
+        out.tokens.append(host_int(token))
         out.logprobs.append(np.array(logprobs.astype(mx.float32)))
     out.finish_reason = "length"
     return out

@@ -6,7 +6,7 @@ import dataclasses
 import importlib
 from typing import Any
 
-from mlxcompat.results import SkipCheck
+from mlxcompat.errors import SkipCheck
 
 TEXT_CONFIG: dict[str, Any] = {
     "model_type": "glm4v_moe_text",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from mlxcompat.results import SkipCheck
+from mlxcompat.errors import SkipCheck
 
 _COMMON: dict[str, Any] = {
     "hidden_size": 64,

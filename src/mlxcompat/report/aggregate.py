@@ -1,4 +1,4 @@
-"""Tidy rows from cell JSONs: cell × check × mode × model × subject -> verdict and outcome.
+"""compat.json from cell documents: every row placed in its cell and judged.
 
 Expectations are re-derived from the current matrix.yaml, so a new known issue needs no
 rerun. A result an expectation covers is `expected` only within that entry's bounds.
@@ -12,131 +12,116 @@ from typing import Any
 from packaging.version import InvalidVersion, Version
 
 from mlxcompat.matrix import Matrix
-from mlxcompat.report.load import split_name
-from mlxcompat.results import VERDICTS
+from mlxcompat.records.bench import BenchRow
+from mlxcompat.records.cell import CellDoc
+from mlxcompat.records.names import BAD, VERDICTS, split_cell_name
+from mlxcompat.records.report import (
+    CompatDoc,
+    ExpectationUse,
+    Outcome,
+    ReportBench,
+    ReportCell,
+    ReportPatch,
+    ReportRow,
+)
+from mlxcompat.records.rows import ResultRow
 
-REPORT_SCHEMA = 2
-RESULT_KEYS = ("check", "mode", "model", "subject")
-
-
-def base_cell(name: str) -> str:
-    """The matrix cell of a cell name; `<cell>@<label>` names the runner it ran on."""
-    return split_name(name)[0]
-
-
-def result_key(row: dict[str, Any]) -> tuple[str, ...]:
-    return (row["cell"], *(str(row.get(k, "")) for k in RESULT_KEYS))
-
-
-def summary_line(doc: dict[str, Any]) -> str:
-    counts = Counter(r["verdict"] for r in doc["results"])
-    return f"{doc['cell']}: " + " ".join(f"{v}={counts.get(v, 0)}" for v in VERDICTS)
+REPORT_SCHEMA = 3
 
 
-def packages_of(doc: dict[str, Any]) -> dict[str, str]:
-    return {k: str(v) for k, v in (doc.get("env", {}).get("packages") or {}).items()}
+def summary_line(doc: CellDoc) -> str:
+    counts = Counter(r.verdict for r in doc.results)
+    return f"{doc.cell}: " + " ".join(f"{v}={counts.get(v, 0)}" for v in VERDICTS)
 
 
-def _pins(doc: dict[str, Any], matrix: Matrix | None) -> dict[str, str]:
+def _pins(doc: CellDoc, matrix: Matrix | None) -> dict[str, str]:
     """A pinned cell's pins; a resolved cell's (and a stray's) from what it installed."""
+    base = split_cell_name(doc.cell)[0]
     if matrix is not None:
         for cell in matrix.cells:
-            if cell.id == base_cell(doc["cell"]) and cell.pins:
+            if cell.id == base and cell.pins:
                 return dict(cell.pins)
-    packages = packages_of(doc)
+    packages = doc.env.packages
     return {k: packages[k] for k in ("mlx-lm", "mlx", "mlx-vlm") if k in packages}
 
 
-def cell_order(cell: dict[str, Any]) -> tuple[Any, ...]:
+def cell_order(cell: ReportCell) -> tuple[Any, ...]:
     """mlx-lm cells by mlx-lm version, then mlx-vlm cells by mlx-vlm version; labels last."""
-    pins = cell["pins"]
-    axis = "mlx-vlm" if "mlx-vlm" in pins else "mlx-lm"
+    axis = "mlx-vlm" if "mlx-vlm" in cell.pins else "mlx-lm"
     try:
-        version: Any = Version(pins.get(axis, "0"))
+        version: Any = Version(cell.pins.get(axis, "0"))
     except InvalidVersion:
         version = Version("0")
-    return (cell["label"], axis == "mlx-vlm", version, cell["cell"])
+    return (cell.label, axis == "mlx-vlm", version, cell.cell)
 
 
-def outcome(row: dict[str, Any], matrix: Matrix | None, packages: dict[str, str],
-            env: dict[str, Any]) -> None:
-    """Fill expected / outcome / reason / link / why of a result row."""
-    exp = matrix.expectation_for(row, row["cell"], packages, env) if matrix else None
+def outcome(row: ResultRow, base: str, matrix: Matrix | None, doc: CellDoc) -> Outcome:
+    """How `row` stands against the expectations (none covering: pass and skip are
+    expected, fail and error are not)."""
+    exp = matrix.expectation_for(row, base, doc.env.packages, doc.env) if matrix else None
     if exp is not None:
         holds, why = exp.holds(row)
-        row.update(expected=exp.verdict, expectation=exp.index, reason=exp.reason,
-                   link=exp.link, outcome="expected" if holds else "unexpected", why=why)
-        return
-    row.update(expected=None, expectation=None, reason="", link="", why="")
-    if row["verdict"] in ("pass", "skip"):
-        row["outcome"] = "expected"
-    else:
-        row["outcome"] = "unexpected"
-        row["why"] = f"{row['verdict']} and no expectation covers it"
+        return Outcome(expected=holds, expectation=exp.index, reason=exp.reason,
+                       link=exp.link, why=why)
+    if row.verdict in BAD:
+        return Outcome(expected=False, why=f"{row.verdict} and no expectation covers it")
+    return Outcome(expected=True)
 
 
-def _install_row(doc: dict[str, Any]) -> dict[str, Any] | None:
-    install = doc.get("install") or {}
-    if install.get("status", "ok") == "ok":
+def _install_row(doc: CellDoc) -> ResultRow | None:
+    """A failed install is one `install` error row of the cell (no subject ran)."""
+    if doc.install.ok:
         return None
-    tail = str(install.get("log_tail", "")).strip().splitlines()
-    return {"check": "install", "mode": "", "model": "", "subject": "", "verdict": "error",
-            "metrics": {}, "seconds": install.get("seconds") or 0.0,
-            "detail": f"install failed: {tail[-1] if tail else install.get('error', '')}"}
+    tail = doc.install.log_tail.strip().splitlines()
+    return ResultRow.error("install", "", "install failed: "
+                           + (tail[-1] if tail else doc.install.error),
+                           seconds=doc.install.seconds or 0.0)
 
 
-def aggregate(docs: list[dict[str, Any]], matrix: Matrix | None) -> dict[str, Any]:
+def _placed(doc: CellDoc, matrix: Matrix | None) -> list[ReportRow]:
+    base, label = split_cell_name(doc.cell)
+    rows = [r for r in (_install_row(doc), *doc.results) if r is not None]
+    return [ReportRow(**r.model_dump(), cell=doc.cell, base=base, label=label,
+                      backend=doc.env.backend, outcome=outcome(r, base, matrix, doc))
+            for r in rows]
+
+
+def _bench(doc: CellDoc, row: BenchRow) -> ReportBench:
+    return ReportBench(cell=doc.cell, fingerprint=doc.env.fingerprint, row=row)
+
+
+def aggregate(docs: list[CellDoc], matrix: Matrix | None) -> CompatDoc:
     """The compat.json document (without the load problems and baseline changes)."""
-    cells, results, patches, bench = [], [], [], []
+    report = CompatDoc()
     for doc in docs:
-        packages, env = packages_of(doc), doc.get("env", {})
-        cell_name, label = split_name(doc["cell"])
-        cells.append({"cell": doc["cell"], "base": cell_name, "label": label,
-                      "pins": _pins(doc, matrix), "env": env,
-                      "install": doc.get("install", {}), "subjects": doc.get("subjects", {}),
-                      "run_id": doc.get("run_id", "")})
-        for r in (_install_row(doc), *doc["results"]):
-            if not r:
-                continue
-            verdict = r.get("verdict") if r.get("verdict") in VERDICTS else "error"
-            row = {"cell": doc["cell"], "base": cell_name, "label": label,
-                   "backend": env.get("backend", ""),
-                   **{k: str(r.get(k, "")) for k in RESULT_KEYS}, "verdict": verdict,
-                   "metrics": r.get("metrics") or {}, "detail": str(r.get("detail", "")),
-                   "seconds": r.get("seconds", 0.0), "reused": bool(r.get("reused"))}
-            outcome(row, matrix, packages, env)
-            results.append(row)
-        patches += [{"cell": doc["cell"], **p} for p in doc["patches"]]
-        bench += [{"cell": doc["cell"], "fingerprint": env.get("fingerprint", {}), **b}
-                  for b in doc["bench"]]
-    cells.sort(key=cell_order)
-    order = {c["cell"]: i for i, c in enumerate(cells)}
-    results.sort(key=lambda r: (order[r["cell"]], *result_key(r)[1:]))
-    counts = Counter(r["verdict"] for r in results)
-    unexpected = [r for r in results if r["outcome"] == "unexpected"]
-    expected_bad = [r for r in results if r["outcome"] == "expected"
-                    and r["verdict"] in ("fail", "error")]
-    return {
-        "schema": REPORT_SCHEMA,
-        "cells": cells,
-        "results": results,
-        "patches": patches,
-        "bench": bench,
-        "counts": {v: counts.get(v, 0) for v in VERDICTS},
-        "unexpected": len(unexpected),
-        "expected_failures": len(expected_bad),
-        "install_failed": [c["cell"] for c in cells if c["install"].get("status") == "failed"],
-        "expectations": expectation_use(results, matrix),
-    }
+        base, label = split_cell_name(doc.cell)
+        report.cells.append(ReportCell(cell=doc.cell, base=base, label=label,
+                                       pins=_pins(doc, matrix), env=doc.env,
+                                       install=doc.install, subjects=doc.subjects,
+                                       run_id=doc.run_id))
+        report.results += _placed(doc, matrix)
+        report.patches += [ReportPatch(**p.model_dump(), cell=doc.cell) for p in doc.patches]
+        report.bench += [_bench(doc, b) for b in doc.bench]
+    report.cells.sort(key=cell_order)
+    order = {c.cell: i for i, c in enumerate(report.cells)}
+    report.results.sort(key=lambda r: (order[r.cell], *r.key()))
+    counts = Counter(r.verdict for r in report.results)
+    report.counts = {v: counts.get(v, 0) for v in VERDICTS}
+    report.unexpected = sum(1 for r in report.results if not r.outcome.expected)
+    report.expected_failures = sum(1 for r in report.results
+                                   if r.outcome.expected and r.verdict in BAD)
+    report.install_failed = [c.cell for c in report.cells if not c.install.ok]
+    report.expectations = expectation_use(report.results, matrix)
+    return report
 
 
-def expectation_use(results: list[dict[str, Any]], matrix: Matrix | None) -> list[dict]:
+def expectation_use(results: list[ReportRow], matrix: Matrix | None) -> list[ExpectationUse]:
     """Every expectation with the rows it covered (a stale one covered none)."""
     if matrix is None:
         return []
-    used = Counter(r["expectation"] for r in results if r.get("expectation") is not None)
-    broken = Counter(r["expectation"] for r in results if r.get("expectation") is not None
-                     and r["outcome"] == "unexpected")
-    return [{"index": e.index, "label": e.label(), "verdict": e.verdict, "reason": e.reason,
-             "link": e.link, "open": e.open, "covered": used.get(e.index, 0),
-             "outside_bounds": broken.get(e.index, 0)} for e in matrix.expectations]
+    used = Counter(r.outcome.expectation for r in results if r.outcome.expectation is not None)
+    broken = Counter(r.outcome.expectation for r in results
+                     if r.outcome.expectation is not None and not r.outcome.expected)
+    return [ExpectationUse(index=e.index, label=e.label(), verdict=e.verdict, reason=e.reason,
+                           link=e.link, open=e.open, covered=used.get(e.index, 0),
+                           outside_bounds=broken.get(e.index, 0)) for e in matrix.expectations]

@@ -6,132 +6,136 @@ vanished, went pass -> skip / fail / error (expected or not), or changed from on
 to another (fail <-> error, or another exception type). Throughput is compared only between
 runs of a gating profile on the same machine fingerprint, and flagged only when the change
 is statistically significant and beyond `throughput_threshold`; elsewhere it is reported,
-never gated.
+never gated. A baseline of schema 2 is read with its rows migrated.
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
 from mlxcompat.bench import unpaired_change
+from mlxcompat.records.base import RecordError
+from mlxcompat.records.bench import MeasuredBench
+from mlxcompat.records.names import BAD, KEYS
+from mlxcompat.records.report import (
+    Change,
+    Changes,
+    CompatDoc,
+    ReportBench,
+    ReportRow,
+    ThroughputMove,
+    read_compat,
+)
 
-_BAD = ("fail", "error")
+CellKey = tuple[str, str, str]
 
 
-def load_baseline(path: Path) -> tuple[dict[str, Any] | None, str | None]:
+def load_baseline(path: Path) -> tuple[CompatDoc | None, str | None]:
     """The baseline document, or None with a problem line (a missing one is no problem)."""
     if not path.exists():
         return None, None
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        return None, f"{path.name}: unreadable baseline ({type(exc).__name__}: {exc})"
-    if not isinstance(doc, dict) or doc.get("schema") != 2 or not isinstance(
-            doc.get("results"), list):
-        return None, f"{path.name}: not a schema-2 compat.json; accept a new one (--accept)"
-    return doc, None
+        return read_compat(path), None
+    except RecordError as exc:
+        return None, f"unreadable baseline: {exc}"
 
 
-def cell_key(row: dict[str, Any]) -> tuple[str, str, str]:
-    return (row.get("base", ""), row.get("backend", ""), row.get("label", ""))
+def cell_key(base: str, backend: str, label: str) -> CellKey:
+    return (base, backend, label)
 
 
-def row_key(row: dict[str, Any]) -> tuple[str, ...]:
-    return (*cell_key(row), *(str(row.get(k, "")) for k in ("check", "mode", "model",
-                                                             "subject")))
+def row_key(row: ReportRow) -> tuple[str, ...]:
+    return (*cell_key(row.base, row.backend, row.label), *row.key())
 
 
-def _error_type(row: dict[str, Any]) -> str:
-    return str(row.get("detail", "")).split(":", 1)[0].strip()
+def _error_type(row: ReportRow) -> str:
+    return row.detail.split(":", 1)[0].strip()
 
 
-def _worse(old: dict[str, Any], new: dict[str, Any]) -> str:
+def _worse(old: ReportRow, new: ReportRow) -> str:
     """Why `new` is a regression against `old` ('' when it is not)."""
-    was, now = old.get("verdict"), new["verdict"]
+    was, now = old.verdict, new.verdict
     if was == "pass" and now != "pass":
-        kind = new.get("outcome", "")
-        return f"pass -> {now}" + (f" ({kind})" if now in _BAD else "")
-    if was in _BAD and now in _BAD:
+        kind = "expected" if new.outcome.expected else "unexpected"
+        return f"pass -> {now}" + (f" ({kind})" if now in BAD else "")
+    if was in BAD and now in BAD:
         if was != now:
             return f"{was} -> {now}"
         if now == "error" and _error_type(old) != _error_type(new):
             return f"error changed: {_error_type(old)} -> {_error_type(new)}"
-    if was == "skip" and now in _BAD:
+    if was == "skip" and now in BAD:
         return f"skip -> {now}"
     return ""
 
 
-def _ident(row: dict[str, Any]) -> dict[str, Any]:
-    keys = ("cell", "check", "mode", "model", "subject", "verdict", "outcome", "detail")
-    return {k: row.get(k) for k in keys}
+def _change(row: ReportRow, change: str, cell: str | None = None) -> Change:
+    return Change(cell=cell or row.cell, base=row.base, label=row.label, backend=row.backend,
+                  check=row.check, subject=row.subject, verdict=row.verdict,
+                  expected=row.outcome.expected, detail=row.detail, change=change,
+                  **{k: getattr(row, k) for k in KEYS})
 
 
-def diff(current: dict[str, Any], baseline: dict[str, Any] | None,
-         threshold: float) -> dict[str, Any]:
+def diff(current: CompatDoc, baseline: CompatDoc | None, threshold: float) -> Changes:
     """What changed against `baseline`, for the cells present in both."""
-    cells_now = {cell_key({**c, "backend": c["env"].get("backend", "")}): c["cell"]
-                 for c in current["cells"]}
-    changes: dict[str, Any] = {"baseline": baseline is not None, "regressions": [],
-                               "new_passes": [], "new_rows": 0, "throughput": [],
-                               "threshold": threshold, "no_baseline": []}
-    old_rows = {row_key(r): r for r in (baseline or {}).get("results", [])}
-    old_cells = {cell_key(r) for r in old_rows.values()}
-    changes["no_baseline"] = sorted(name for key, name in cells_now.items()
-                                    if key not in old_cells)
-    now_rows = {row_key(r): r for r in current["results"]}
+    cells_now: dict[tuple[str, ...], str] = {cell_key(c.base, c.env.backend, c.label): c.cell
+                                            for c in current.cells}
+    changes = Changes(baseline=baseline is not None, threshold=threshold)
+    old_rows = {row_key(r): r for r in (baseline.results if baseline else [])}
+    old_cells = {k[:3] for k in old_rows}
+    changes.no_baseline = sorted(name for key, name in cells_now.items()
+                                 if key not in old_cells)
+    now_rows = {row_key(r): r for r in current.results}
     for key, old in old_rows.items():
         if key[:3] not in cells_now:
             continue
         new = now_rows.get(key)
         if new is None:
-            changes["regressions"].append({**_ident(old), "change": "vanished",
-                                           "cell": cells_now[key[:3]]})
+            changes.regressions.append(_change(old, "vanished", cells_now[key[:3]]))
             continue
         why = _worse(old, new)
         if why:
-            changes["regressions"].append({**_ident(new), "change": why})
-        elif old.get("verdict") in _BAD and new["verdict"] == "pass":
-            changes["new_passes"].append({**_ident(new), "change": f"{old['verdict']} -> pass"})
-    changes["new_rows"] = sum(1 for k in now_rows if k[:3] in old_cells and k not in old_rows)
-    changes["throughput"] = _throughput(current, baseline or {}, threshold)
+            changes.regressions.append(_change(new, why))
+        elif old.verdict in BAD and new.verdict == "pass":
+            changes.new_passes.append(_change(new, f"{old.verdict} -> pass"))
+    changes.new_rows = sum(1 for k in now_rows if k[:3] in old_cells and k not in old_rows)
+    changes.throughput = _throughput(current, baseline, threshold)
     return changes
 
 
-def _bench_key(row: dict[str, Any]) -> tuple[Any, ...]:
-    fingerprint = json.dumps(row.get("fingerprint") or {}, sort_keys=True)
-    return (row.get("cell"), row.get("model"), row.get("subject"), row.get("batch"),
-            row.get("dtype", "float32"), row.get("profile"), fingerprint)
+def _bench_key(b: ReportBench) -> tuple[object, ...]:
+    r = b.row
+    return (b.cell, r.model, r.subject, r.batch, r.dtype, r.profile,
+            b.fingerprint.model_dump_json())
 
 
-def _throughput(current: dict[str, Any], baseline: dict[str, Any],
-                threshold: float) -> list[dict[str, Any]]:
-    old = {_bench_key(b): b for b in baseline.get("bench", []) if b.get("gate")}
+def _gating(rows: list[ReportBench]) -> list[tuple[ReportBench, MeasuredBench]]:
+    return [(b, b.row) for b in rows if isinstance(b.row, MeasuredBench) and b.row.gating]
+
+
+def _throughput(current: CompatDoc, baseline: CompatDoc | None,
+                threshold: float) -> list[ThroughputMove]:
+    old = {_bench_key(b): row for b, row in _gating(baseline.bench if baseline else [])}
     moves = []
-    for row in current.get("bench", []):
-        if not row.get("gate") or not row.get("fingerprint"):
+    for b, row in _gating(current.bench):
+        if not b.fingerprint.cpu and not b.fingerprint.device:
             continue
-        then = old.get(_bench_key(row))
-        now_values = (row.get("gen_tok_s") or {}).get("values") or []
-        then_values = ((then or {}).get("gen_tok_s") or {}).get("values") or []
-        change = unpaired_change(now_values, then_values)
-        if change is None or not change["significant"] or abs(change["ratio"] - 1) <= threshold:
+        then = old.get(_bench_key(b))
+        change = unpaired_change(row.gen_tok_s.values, then.gen_tok_s.values if then else [])
+        if change is None or not change[2] or abs(change[0] - 1) <= threshold:
             continue
-        moves.append({"cell": row["cell"], "model": row.get("model"),
-                      "subject": row.get("subject"), "batch": row.get("batch"),
-                      "before": (then or {}).get("gen_tok_s", {}).get("median"),
-                      "after": row["gen_tok_s"].get("median"), "change": change["ratio"] - 1,
-                      "ci95": [c - 1 for c in change["ci95"]]})
+        moves.append(ThroughputMove(cell=b.cell, model=row.model, subject=row.subject,
+                                    batch=row.batch,
+                                    before=then.gen_tok_s.median if then else None,
+                                    after=row.gen_tok_s.median, change=change[0] - 1,
+                                    ci95=[c - 1 for c in change[1]]))
     return moves
 
 
-def regressions(changes: dict[str, Any]) -> list[str]:
+def regressions(changes: Changes) -> list[str]:
     """One line per change that fails the run unless accepted."""
-    lines = [f"{c['cell']} {c['check']} {c['model']} {c['mode']} {c['subject']}: {c['change']}"
-             for c in changes["regressions"]]
-    lines += [f"throughput: {t['cell']} {t['model']} batch {t['batch']} {t['subject']} "
-              f"{t['before']:.1f} -> {t['after']:.1f} tok/s ({t['change']:+.0%}, 95% CI "
-              f"{t['ci95'][0]:+.0%}…{t['ci95'][1]:+.0%})"
-              for t in changes["throughput"] if t["change"] < 0]
+    lines = [f"{c.cell} {c.about.text} {c.subject}: {c.change}" for c in changes.regressions]
+    lines += [f"throughput: {t.cell} {t.model} batch {t.batch} {t.subject} "
+              f"{t.before or 0:.1f} -> {t.after or 0:.1f} tok/s ({t.change:+.0%}, 95% CI "
+              f"{t.ci95[0]:+.0%}…{t.ci95[1]:+.0%})"
+              for t in changes.throughput if t.change < 0]
     return lines

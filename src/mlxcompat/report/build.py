@@ -13,13 +13,13 @@ import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from mlxcompat.matrix import Matrix
+from mlxcompat.records.files import write_json_atomic
+from mlxcompat.records.report import Changes, CompatDoc
 from mlxcompat.report.aggregate import aggregate
 from mlxcompat.report.baseline import diff, load_baseline, regressions
 from mlxcompat.report.load import LoadedCells, load_cells
-from mlxcompat.results import write_json_atomic
 
 
 @dataclass
@@ -50,39 +50,39 @@ def build_report(paths: ReportPaths, matrix: Matrix | None, accept: bool = False
     for name in loaded.strays:
         print(f"mlxcompat report: ignored {name}: it belongs to no matrix cell", file=sys.stderr)
     report = aggregate(loaded.cells, matrix)
-    report.update(problems=loaded.problems, missing=loaded.missing, strays=loaded.strays,
-                  labels=loaded.labels, tag=tag or "all",
-                  requires=_requires(paths.out / "probe.json"))
-    report["full_run"] = (bool(matrix) and not tag and not only and not loaded.missing
-                          and "" in loaded.labels)
-    threshold = float(matrix.settings["throughput_threshold"]) if matrix else 0.2
+    report.problems, report.missing, report.strays = (loaded.problems, loaded.missing,
+                                                      loaded.strays)
+    report.labels, report.tag = loaded.labels, tag or "all"
+    report.requires = _requires(paths.out / "drift.json")
+    report.full_run = (bool(matrix) and not tag and not only and not loaded.missing
+                       and "" in loaded.labels)
+    threshold = float(matrix.settings.throughput_threshold) if matrix else 0.2
     changes = diff(report, baseline, threshold)
-    report["changes"] = changes
+    report.changes = changes
     paths.out.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(paths.out / "compat.json", report)
+    write_json_atomic(paths.out / "compat.json", report.to_json())
     _render(paths, report, changes, html)
     if accept:
         shutil.copyfile(paths.out / "compat.json", paths.baseline)
     return verdict(report, changes, loaded, accept)
 
 
-def _requires(probe: Path) -> dict[str, Any]:
-    """Each subject's declared mlx-lm / mlx-vlm ranges, recorded by `mlxcompat probe`."""
+def _requires(drift: Path) -> dict[str, dict[str, str]]:
+    """Each subject's declared mlx-lm / mlx-vlm ranges, recorded by `mlxcompat drift`."""
     import json
 
     try:
-        return dict(json.loads(probe.read_text(encoding="utf-8")).get("requires") or {})
+        return dict(json.loads(drift.read_text(encoding="utf-8")).get("requires") or {})
     except (OSError, ValueError):
         return {}
 
 
-def _render(paths: ReportPaths, report: dict[str, Any], changes: dict[str, Any],
-            html: bool) -> None:
+def _render(paths: ReportPaths, report: CompatDoc, changes: Changes, html: bool) -> None:
     from mlxcompat.report.drift import drift_html, drift_markdown
     from mlxcompat.report.markdown import render_front_page, render_markdown
 
-    probe = paths.out / "probe.json"
-    extra_md = drift_markdown(probe) if probe.exists() else []
+    drift = paths.out / "drift.json"
+    extra_md = drift_markdown(drift) if drift.exists() else []
     _write_text(paths.out / "compat.md", render_markdown(report, changes, extra_md))
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary:
@@ -92,7 +92,7 @@ def _render(paths: ReportPaths, report: dict[str, Any], changes: dict[str, Any],
     if html:
         from mlxcompat.report.html import render_html
 
-        extra_html = drift_html(probe) if probe.exists() else []
+        extra_html = drift_html(drift) if drift.exists() else []
         _write_text(paths.out / "compat.html", render_html(report, changes, extra_html))
 
 
@@ -102,21 +102,22 @@ def _write_text(path: Path, text: str) -> None:
     tmp.replace(path)
 
 
-def verdict(report: dict[str, Any], changes: dict[str, Any], loaded: LoadedCells,
+def verdict(report: CompatDoc, changes: Changes, loaded: LoadedCells,
             accepted: bool) -> tuple[int, str]:
+    """(exit code, the closing line) of the report."""
     regress = [] if accepted else regressions(changes)
-    unexpected = [r for r in report["results"] if r["outcome"] == "unexpected"]
+    unexpected = [r for r in report.results if not r.outcome.expected]
     for r in unexpected[:30]:
-        print(f"unexpected: {r['cell']} {r['check']} {r['model']} {r['mode']} {r['subject']}: "
-              f"{r['why']} — {r['detail'][:140]}")
+        print(f"unexpected: {r.cell} {r.about.text} {r.subject}: {r.outcome.why} — "
+              f"{r.detail[:140]}")
     if len(unexpected) > 30:
         print(f"unexpected: … and {len(unexpected) - 30} more (see compat.md)")
     for line in regress:
         print(f"regression: {line}")
-    if changes["no_baseline"]:
-        print(f"mlxcompat report: {len(changes['no_baseline'])} cell(s) had no comparable "
-              f"baseline: {', '.join(changes['no_baseline'][:8])}"
-              + (" …" if len(changes["no_baseline"]) > 8 else ""))
+    if changes.no_baseline:
+        print(f"mlxcompat report: {len(changes.no_baseline)} cell(s) had no comparable "
+              f"baseline: {', '.join(changes.no_baseline[:8])}"
+              + (" …" if len(changes.no_baseline) > 8 else ""))
     why = []
     if loaded.problems:
         why.append(f"{len(loaded.problems)} input problem(s)")
@@ -126,11 +127,10 @@ def verdict(report: dict[str, Any], changes: dict[str, Any], loaded: LoadedCells
         why.append(f"{len(unexpected)} unexpected outcome(s)")
     if regress:
         why.append(f"{len(regress)} regression(s) against the baseline")
-    if not report["cells"]:
+    if not report.cells:
         why.append("no cell results to report")
     tail = " (accepted as the new baseline)" if accepted else ""
     if why:
         return 1, "mlxcompat report: FAILED: " + "; ".join(why) + tail
-    expected = report["expected_failures"]
-    return 0, (f"mlxcompat report: OK: {len(report['cells'])} cells, unexpected: 0 "
-               f"({expected} expected failures, each documented){tail}")
+    return 0, (f"mlxcompat report: OK: {len(report.cells)} cells, unexpected: 0 "
+               f"({report.expected_failures} expected failures, each documented){tail}")

@@ -3,20 +3,20 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 from xml.etree import ElementTree as ET
+
+from mlxcompat.records.report import Change, CompatDoc, ReportRow, read_compat
 
 MAX_ANNOTATIONS = 50  # GitHub shows at most 10 per step and 50 per job
 
 
-def _load(report: Path) -> dict[str, Any]:
-    return dict(json.loads(report.read_text(encoding="utf-8")))
+def _load(report: Path) -> CompatDoc:
+    return read_compat(report)
 
 
-def _name(r: dict[str, Any]) -> str:
-    return " ".join(p for p in (r["check"], r["model"], r["mode"], r["subject"]) if p)
+def _name(r: ReportRow | Change) -> str:
+    return " ".join(p for p in (r.about.text, r.subject) if p)
 
 
 def write_junit(report: Path, out: Path) -> int:
@@ -29,23 +29,22 @@ def write_junit(report: Path, out: Path) -> int:
     root = ET.Element("testsuites", name="mlxcompat")
     suites: dict[str, ET.Element] = {}
     count = 0
-    for r in doc["results"]:
-        suite = suites.get(r["cell"])
+    for r in doc.results:
+        suite = suites.get(r.cell)
         if suite is None:
-            suite = suites[r["cell"]] = ET.SubElement(root, "testsuite", name=r["cell"])
-        case = ET.SubElement(suite, "testcase", classname=r["cell"], name=_name(r),
-                             time=f"{float(r.get('seconds') or 0):.3f}")
+            suite = suites[r.cell] = ET.SubElement(root, "testsuite", name=r.cell)
+        case = ET.SubElement(suite, "testcase", classname=r.cell, name=_name(r),
+                             time=f"{float(r.seconds or 0):.3f}")
         count += 1
-        if r["outcome"] == "unexpected":
-            failure = ET.SubElement(case, "failure", message=r.get("why", "")[:500])
-            failure.text = r["detail"]
-        elif r["verdict"] == "skip":
-            ET.SubElement(case, "skipped", message=r["detail"][:500])
-        elif r["verdict"] in ("fail", "error"):
+        if not r.outcome.expected:
+            failure = ET.SubElement(case, "failure", message=r.outcome.why[:500])
+            failure.text = r.detail
+        elif r.verdict == "skip":
+            ET.SubElement(case, "skipped", message=r.detail[:500])
+        elif r.verdict in ("fail", "error"):
             ET.SubElement(case, "system-out").text = (
-                f"expected {r['verdict']}: {r.get('reason', '')} {r.get('link', '')}\n"
-                f"{r['detail']}")
-    for problem in [*doc.get("problems", []), *doc.get("missing", [])]:
+                f"expected {r.verdict}: {r.outcome.reason} {r.outcome.link}\n{r.detail}")
+    for problem in [*doc.problems, *doc.missing]:
         if "inputs" not in suites:
             suites["inputs"] = ET.SubElement(root, "testsuite", name="inputs")
         case = ET.SubElement(suites["inputs"], "testcase", classname="inputs", name=problem[:120])
@@ -66,17 +65,18 @@ def _escape(text: str) -> str:
     return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
-def annotations(report: Path) -> list[str]:
+def annotation_lines(report: Path) -> list[str]:
     doc = _load(report)
     lines = [f"::error title=mlxcompat input::{_escape(p)}"
-             for p in [*doc.get("problems", []), *doc.get("missing", [])]]
-    for r in doc["results"]:
-        if r["outcome"] == "unexpected":
-            title = _escape(f"{r['cell']}: {_name(r)}")
-            lines.append(f"::error title={title}::{_escape(r['why'] + ' — ' + r['detail'][:300])}")
-    for c in doc.get("changes", {}).get("regressions", []):
-        lines.append(f"::error title=regression {_escape(c['cell'])}::"
-                     f"{_escape(_name(c) + ': ' + c['change'])}")
+             for p in [*doc.problems, *doc.missing]]
+    for r in doc.results:
+        if not r.outcome.expected:
+            title = _escape(f"{r.cell}: {_name(r)}")
+            message = _escape(f"{r.outcome.why} — {r.detail[:300]}")
+            lines.append(f"::error title={title}::{message}")
+    for c in doc.changes.regressions:
+        lines.append(f"::error title=regression {_escape(c.cell)}::"
+                     f"{_escape(_name(c) + ': ' + c.change)}")
     if len(lines) > MAX_ANNOTATIONS:
         lines = [*lines[:MAX_ANNOTATIONS - 1],
                  f"::error title=mlxcompat::{len(lines) - MAX_ANNOTATIONS + 1} more; see the "
@@ -85,5 +85,5 @@ def annotations(report: Path) -> list[str]:
 
 
 def print_annotations(report: Path) -> None:
-    for line in annotations(report):
+    for line in annotation_lines(report):
         print(line)

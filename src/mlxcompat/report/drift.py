@@ -14,10 +14,10 @@ from typing import Any
 from mlxcompat.report.markdown import cell_text
 
 
-def _grid(probe: dict[str, Any], axis: str) -> tuple[list[str], list[tuple[str, list[Any]]]]:
+def _grid(scan: dict[str, Any], axis: str) -> tuple[list[str], list[tuple[str, list[Any]]]]:
     """Columns (releases) and rows (attribute, values with a changed flag) for one axis."""
     key = "lm" if axis == "mlx-lm" else "vlm"
-    rows = [r for r in probe["rows"] if key in r or "error" in r]
+    rows = [r for r in scan["rows"] if key in r or "error" in r]
     rows = [r for r in rows if (axis == "mlx-vlm") == ("mlx-vlm" in r["pins"])]
     columns = [f"{axis.removeprefix('mlx-')} {r['pins'][axis]}" for r in rows]
     attributes = list(dict.fromkeys(a for r in rows for a in r.get(key, {})))
@@ -40,13 +40,13 @@ def _load(path: Path) -> dict[str, Any] | None:
 
 
 def drift_markdown(path: Path) -> list[str]:
-    probe = _load(path)
-    if not probe:
-        return ["## API drift", "", f"{path.name} is unreadable; run `nox -s probe`.", ""]
-    out = ["## API drift", "", "Read statically from each release's wheel (`mlxcompat probe`); "
+    scan = _load(path)
+    if not scan:
+        return ["## API drift", "", f"{path.name} is unreadable; run `nox -s drift`.", ""]
+    out = ["## API drift", "", "Read statically from each release's wheel (`mlxcompat drift`); "
            "**bold** marks a value that changed from the release before.", ""]
     for axis in ("mlx-lm", "mlx-vlm"):
-        columns, grid = _grid(probe, axis)
+        columns, grid = _grid(scan, axis)
         if not grid:
             continue
         out += [f"### {axis}", "", "| release | " + " | ".join(a for a, _ in grid) + " |",
@@ -56,7 +56,7 @@ def drift_markdown(path: Path) -> list[str]:
                      for _, values in grid for v, changed in [values[i]]]
             out.append(f"| {column} | " + " | ".join(cells) + " |")
         out.append("")
-    seconds = [r["seconds"] for r in probe["rows"] if "seconds" in r]
+    seconds = [r["seconds"] for r in scan["rows"] if "seconds" in r]
     if seconds:
         out += [f"Probe time per release: mean {sum(seconds) / len(seconds):.3f}s, "
                 f"max {max(seconds):.3f}s (wheels already local).", ""]
@@ -64,13 +64,13 @@ def drift_markdown(path: Path) -> list[str]:
 
 
 def drift_html(path: Path) -> list[str]:
-    probe = _load(path)
-    if not probe:
+    scan = _load(path)
+    if not scan:
         return []
     parts = ["<h2>API drift</h2><p class='note'>Read statically from each release's wheel; "
              "<b>bold</b> marks a change from the release before.</p>"]
     for axis in ("mlx-lm", "mlx-vlm"):
-        columns, grid = _grid(probe, axis)
+        columns, grid = _grid(scan, axis)
         if not grid:
             continue
         head = "".join(f"<th>{html.escape(a)}</th>" for a, _ in grid)

@@ -8,11 +8,16 @@ subject changes compared with `none`. Markdown and HTML render the same data.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
+
+from mlxcompat.records.names import BAD, UPSTREAM
+from mlxcompat.records.report import CompatDoc, ReportCell, ReportRow
+from mlxcompat.records.rows import About
 
 SAFE, EXPECTED, BROKEN, UNSAFE, OUTSIDE, ABSENT = (
     "safe", "expected", "broken", "unexpected", "outside", "absent")
@@ -34,14 +39,24 @@ class Column:
 
 @dataclass
 class Problem:
-    """A check (check, model, mode) that is not clean for a subject on some releases."""
+    """What is not clean for a subject on some releases: one `About`, or several of one
+    check and model with the same story (grouped)."""
 
-    what: str
+    about: tuple[About, ...]
     releases: list[str] = field(default_factory=list)
     first_bad: str = ""
     fixed_in: str = ""
     notes: set[int] = field(default_factory=set)
     unexpected: bool = False
+
+    @property
+    def what(self) -> str:
+        """`parity mamba fresh`, or grouped: `parity mamba (fresh, leave, staggered)`."""
+        first = self.about[0]
+        if len(self.about) == 1:
+            return first.text
+        head = " ".join(p for p in (first.check, first.model) if p)
+        return f"{head} ({', '.join(a.variant for a in self.about)})"
 
 
 @dataclass
@@ -75,9 +90,9 @@ class FrontPage:
     installed: list[Installed] = field(default_factory=list)
 
 
-def release_of(cell: dict[str, Any]) -> tuple[str, str, str]:
+def release_of(cell: ReportCell) -> tuple[str, str, str]:
     """(display, axis, version) of a cell: `lm 0.31.3`, `vlm 0.7.10`, or a resolved cell."""
-    pins, base = cell["pins"], cell["base"]
+    pins, base = cell.pins, cell.base
     if not base.startswith(("mlx-lm-", "mlx-vlm-")):
         lm = pins.get("mlx-lm", "?")
         return f"{base} (lm {lm})", "resolved", lm
@@ -86,14 +101,13 @@ def release_of(cell: dict[str, Any]) -> tuple[str, str, str]:
     return f"lm {pins.get('mlx-lm', '?')}", "mlx-lm", pins.get("mlx-lm", "0")
 
 
-def in_range(requires: dict[str, str], cell: dict[str, Any]) -> bool:
+def in_range(requires: dict[str, str], cell: ReportCell) -> bool:
     """Does the cell's mlx-lm / mlx-vlm satisfy the subject's declared requirements?
 
     A requirement on a package the cell does not install (mlx-vlm in an mlx-lm cell) does
     not count against it.
     """
-    packages = {**{k: v for k, v in (cell["env"].get("packages") or {}).items()},
-                **cell["pins"]}
+    packages = {**cell.env.packages, **cell.pins}
     for name, spec in requires.items():
         if name not in packages:
             continue
@@ -103,10 +117,6 @@ def in_range(requires: dict[str, str], cell: dict[str, Any]) -> bool:
         except (InvalidSpecifier, InvalidVersion):
             continue
     return True
-
-
-def _what(row: dict[str, Any]) -> str:
-    return " ".join(p for p in (row["check"], row["model"], row["mode"]) if p)
 
 
 def _runs(columns: list[Column], symbols: dict[str, str]) -> list[tuple[str, str]]:
@@ -132,21 +142,21 @@ def _runs(columns: list[Column], symbols: dict[str, str]) -> list[tuple[str, str
     return out
 
 
-def _problems(rows: list[dict[str, Any]], columns: list[Column], notes: dict[int, int],
+def _problems(rows: list[ReportRow], columns: list[Column], notes: dict[int, int],
               symbols: dict[str, str]) -> list[Problem]:
     """Checks that are not clean on a release inside the subject's declared range (outside
     it, the details tables still have every row)."""
-    by_what: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
+    by_about: dict[About, dict[str, ReportRow]] = defaultdict(dict)
     for r in rows:
-        if symbols.get(r["cell"]) != OUTSIDE:
-            by_what[_what(r)][r["cell"]] = r
+        if symbols.get(r.cell) != OUTSIDE:
+            by_about[r.about][r.cell] = r
     order = [c.cell for c in columns]
     found = []
-    for what, cells in by_what.items():
-        bad = [c for c in order if c in cells and cells[c]["verdict"] in ("fail", "error")]
+    for about, cells in by_about.items():
+        bad = [c for c in order if c in cells and cells[c].verdict in BAD]
         if not bad:
             continue
-        problem = Problem(what)
+        problem = Problem((about,))
         problem.releases = bad
         axis_cols = [c for c in columns if c.cell in cells and c.axis != "resolved"]
         names = [c.cell for c in axis_cols]
@@ -154,14 +164,14 @@ def _problems(rows: list[dict[str, Any]], columns: list[Column], notes: dict[int
         if firsts:
             problem.first_bad = firsts[0].release
             after = names[names.index(firsts[-1].cell) + 1:]
-            fixed = [cells[c]["verdict"] == "pass" for c in after]
+            fixed = [cells[c].verdict == "pass" for c in after]
             if fixed and all(fixed):
                 problem.fixed_in = next(c for c in axis_cols if c.cell == after[0]).release
         for c in bad:
             r = cells[c]
-            problem.unexpected |= r["outcome"] == "unexpected"
-            if r.get("expectation") is not None:
-                problem.notes.add(notes.setdefault(r["expectation"], len(notes) + 1))
+            problem.unexpected |= not r.outcome.expected
+            if r.outcome.expectation is not None:
+                problem.notes.add(notes.setdefault(r.outcome.expectation, len(notes) + 1))
         found.append(problem)
     found = _grouped(found)
     found.sort(key=lambda p: (not p.unexpected, -len(p.releases), p.what))
@@ -169,66 +179,62 @@ def _problems(rows: list[dict[str, Any]], columns: list[Column], notes: dict[int
 
 
 def _grouped(problems: list[Problem]) -> list[Problem]:
-    """Modes of one check and model with the same releases, history and notes become one
+    """Variants of one check and model with the same releases, history and notes become one
     line: `parity mamba (fresh, leave, staggered)`."""
     groups: dict[tuple[Any, ...], list[Problem]] = defaultdict(list)
     for p in problems:
-        check_model = " ".join(p.what.split()[:2])
-        key = (check_model, tuple(p.releases), p.first_bad, p.fixed_in, p.unexpected,
-               tuple(sorted(p.notes)))
+        head = p.about[0]
+        key = (head.check, head.model, tuple(p.releases), p.first_bad, p.fixed_in,
+               p.unexpected, tuple(sorted(p.notes)))
         groups[key].append(p)
     out = []
-    for (check_model, *_), members in groups.items():
-        if len(members) == 1:
-            out.append(members[0])
-            continue
-        modes = ", ".join(" ".join(m.what.split()[2:]) for m in members)
+    for members in groups.values():
         first = members[0]
-        out.append(Problem(f"{check_model} ({modes})", first.releases, first.first_bad,
-                           first.fixed_in, set(first.notes), first.unexpected))
+        about = tuple(a for m in members for a in m.about)
+        out.append(Problem(about, first.releases, first.first_bad, first.fixed_in,
+                           set(first.notes), first.unexpected))
     return out
 
 
-def _changes(rows: list[dict[str, Any]], none_rows: dict[tuple[str, ...], str]
+def _changes(rows: list[ReportRow], none_rows: Mapping[tuple[str, About], str]
              ) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
     fixes: dict[str, list[str]] = defaultdict(list)
     breaks: dict[str, list[str]] = defaultdict(list)
     for r in rows:
-        base = none_rows.get((r["cell"], r["check"], r["model"], r["mode"]))
+        base = none_rows.get((r.cell, r.about))
         if base is None:
             continue
-        if base in ("fail", "error") and r["verdict"] == "pass":
-            fixes[r["cell"]].append(_what(r))
-        elif base == "pass" and r["verdict"] in ("fail", "error"):
-            breaks[r["cell"]].append(_what(r))
+        if base in BAD and r.verdict == "pass":
+            fixes[r.cell].append(r.about.text)
+        elif base == "pass" and r.verdict in BAD:
+            breaks[r.cell].append(r.about.text)
     return dict(fixes), dict(breaks)
 
 
-def front_pages(report: dict[str, Any], requires: dict[str, dict[str, str]]
+def front_pages(report: CompatDoc, requires: dict[str, dict[str, str]]
                 ) -> tuple[list[FrontPage], dict[int, int]]:
     """One page per runner label, and the footnote number of every expectation cited."""
     notes: dict[int, int] = {}
     pages = []
-    for label in sorted({c["label"] for c in report["cells"]}):
-        cells = [c for c in report["cells"] if c["label"] == label]
-        columns = [Column(c["cell"], label, *release_of(c)) for c in cells]
+    for label in sorted({c.label for c in report.cells}):
+        cells = [c for c in report.cells if c.label == label]
+        columns = [Column(c.cell, label, *release_of(c)) for c in cells]
         columns.sort(key=lambda c: (("resolved", "mlx-lm", "mlx-vlm").index(c.axis),
                                     _version(c.version), c.cell))
-        rows = [r for r in report["results"] if r["label"] == label]
-        none_rows = {(r["cell"], r["check"], r["model"], r["mode"]): r["verdict"]
-                     for r in rows if r["subject"] == "none"}
-        subjects = list(dict.fromkeys(r["subject"] for r in rows if r["subject"]))
+        rows = [r for r in report.results if r.label == label]
+        none_rows = {(r.cell, r.about): r.verdict for r in rows if r.subject == UPSTREAM}
+        subjects = list(dict.fromkeys(r.subject for r in rows if r.subject))
         page = FrontPage(label, columns, [])
+        by_cell = {c.cell: c for c in cells}
         for subject in subjects:
-            mine = [r for r in rows if r["subject"] == subject]
+            mine = [r for r in rows if r.subject == subject]
             symbols = {}
-            for col, cell in zip(columns, (next(c for c in cells if c["cell"] == col.cell)
-                                           for col in columns), strict=True):
-                here = [r for r in mine if r["cell"] == col.cell]
-                here += [r for r in rows if r["cell"] == col.cell and r["check"] == "install"
-                         and not r["subject"]]
-                symbols[col.cell] = _symbol(here, requires.get(subject, {}), cell)
-            fixes, breaks = _changes(mine, none_rows) if subject != "none" else ({}, {})
+            for col in columns:
+                here = [r for r in mine if r.cell == col.cell]
+                here += [r for r in rows if r.cell == col.cell and r.check == "install"
+                         and not r.subject]
+                symbols[col.cell] = _symbol(here, requires.get(subject, {}), by_cell[col.cell])
+            fixes, breaks = _changes(mine, none_rows) if subject != UPSTREAM else ({}, {})
             page.subjects.append(SubjectPage(subject, requires.get(subject, {}), symbols,
                                              _runs(columns, symbols),
                                              _problems(mine, columns, notes, symbols),
@@ -238,32 +244,32 @@ def front_pages(report: dict[str, Any], requires: dict[str, dict[str, str]]
     return pages, notes
 
 
-def _installed(page: FrontPage, cells: list[dict[str, Any]]) -> list[Installed]:
+def _installed(page: FrontPage, cells: list[ReportCell]) -> list[Installed]:
     by_name = {s.subject: s for s in page.subjects}
     found = []
     for cell in cells:
-        subject = cell["base"].removeprefix("as-installed-")
-        if subject == cell["base"] or subject not in by_name:
+        subject = cell.base.removeprefix("as-installed-")
+        if subject == cell.base or subject not in by_name:
             continue
         mine, ours = by_name[subject], by_name.get("mlxcompat")
         found.append(Installed(
-            subject, cell["cell"], dict(cell["pins"]), mine.symbols[cell["cell"]],
-            [p for p in mine.problems if cell["cell"] in p.releases],
-            ours.symbols.get(cell["cell"], ABSENT) if ours else ABSENT))
+            subject, cell.cell, dict(cell.pins), mine.symbols[cell.cell],
+            [p for p in mine.problems if cell.cell in p.releases],
+            ours.symbols.get(cell.cell, ABSENT) if ours else ABSENT))
     return found
 
 
-def _symbol(rows: list[dict[str, Any]], requires: dict[str, str], cell: dict[str, Any]) -> str:
+def _symbol(rows: list[ReportRow], requires: dict[str, str], cell: ReportCell) -> str:
     if not rows:
         return ABSENT
-    if any(r["outcome"] == "unexpected" for r in rows):
+    if any(not r.outcome.expected for r in rows):
         return UNSAFE
     if not in_range(requires, cell):
         return OUTSIDE
-    checks = [r for r in rows if r["check"] != "install"]
-    if checks and all(r["verdict"] == "error" for r in checks):
+    checks = [r for r in rows if r.check != "install"]
+    if checks and all(r.verdict == "error" for r in checks):
         return BROKEN
-    if any(r["verdict"] in ("fail", "error") for r in rows):
+    if any(r.verdict in BAD for r in rows):
         return EXPECTED
     return SAFE
 

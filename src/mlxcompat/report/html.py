@@ -6,18 +6,15 @@ untrusted. Plots are embedded as data URIs; nothing is fetched from the network.
 
 from __future__ import annotations
 
-from typing import Any
-
+from mlxcompat.records.report import Changes, CompatDoc
 from mlxcompat.report.front import MEANING, SYMBOL, front_pages
 from mlxcompat.report.markdown import span
 from mlxcompat.report.plots import all_plots
-from mlxcompat.report.sections import requires_of
 from mlxcompat.report.tables import ENV_KEYS, MARK, env_rows, patch_table, verdict_tables
 from mlxcompat.report.throughput import bench_rows, by_backend, compact, full_rows
 
 
-def render_html(report: dict[str, Any], changes: dict[str, Any],
-                extra: list[str] | None = None) -> str:
+def render_html(report: CompatDoc, changes: Changes, extra: list[str] | None = None) -> str:
     """The whole page; `extra` holds pre-rendered, already escaped HTML sections."""
     import jinja2
     from markupsafe import Markup
@@ -27,17 +24,17 @@ def render_html(report: dict[str, Any], changes: dict[str, Any],
         autoescape=True, trim_blocks=True, lstrip_blocks=True,
     )
     env.globals.update(zip=zip, dict=dict, symbol=SYMBOL, span=span)
-    pages, front_notes = front_pages(report, requires_of(report))
+    pages, front_notes = front_pages(report, report.requires)
     notes: dict[int, int] = dict(front_notes)
     tables = verdict_tables(report, notes)
-    by_index = {e["index"]: e for e in report.get("expectations", [])}
+    by_index = {e.index: e for e in report.expectations}
     footnotes = [(n, by_index[i]) for i, n in sorted(notes.items(), key=lambda kv: kv[1])
                  if i in by_index]
-    results = report["results"]
-    counts = report["counts"]
-    headline = (f"{len(report['cells'])} cells · pass {counts['pass']} · expected failures "
-                f"{report['expected_failures']} · unexpected {report['unexpected']} · "
-                f"regressions {len(changes['regressions'])} · skip {counts['skip']}")
+    results = report.results
+    counts = report.counts
+    headline = (f"{len(report.cells)} cells · pass {counts.get('pass', 0)} · expected failures "
+                f"{report.expected_failures} · unexpected {report.unexpected} · "
+                f"regressions {len(changes.regressions)} · skip {counts.get('skip', 0)}")
     bench = {}
     for backend, rows in by_backend(bench_rows(report)).items():
         bench[backend] = {"compact": compact(report, rows), "full": full_rows(rows)}
@@ -45,9 +42,9 @@ def render_html(report: dict[str, Any], changes: dict[str, Any],
         report=report, changes=changes, headline=headline, pages=pages,
         meaning=MEANING, tables=tables, footnotes=footnotes,
         releases=[t for t in dict.fromkeys(c for t in tables for c in t.columns)],
-        subjects=sorted({r["subject"] for r in results if r["subject"]}),
-        models=sorted({r["model"] for r in results if r["model"]}),
-        unexpected=[r for r in results if r["outcome"] == "unexpected"],
+        subjects=sorted({r.subject for r in results if r.subject}),
+        models=sorted({r.model for r in results if r.model}),
+        unexpected=[r for r in results if not r.outcome.expected],
         legend=" · ".join(f"{g} {v}" for v, g in MARK.items()),
         patches=patch_table(report), plots=all_plots(report), bench=bench,
         env=env_rows(report), env_keys=ENV_KEYS,

@@ -8,87 +8,72 @@ never rendered as a column. Every problem and missing cell makes the report exit
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mlxcompat.results import SCHEMA
+from mlxcompat.records.base import RecordError
+from mlxcompat.records.cell import CellDoc, read_cell, read_upstream
+from mlxcompat.records.names import cell_name, split_cell_name
 
 
 @dataclass
 class LoadedCells:
-    cells: list[dict[str, Any]] = field(default_factory=list)
+    cells: list[CellDoc] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
     strays: list[str] = field(default_factory=list)
     labels: list[str] = field(default_factory=list)
 
 
-def split_name(name: str) -> tuple[str, str]:
-    """`<cell>@<label>` -> (cell, label); the label names the runner it ran on."""
-    cell, _, label = name.partition("@")
-    return cell, label
-
-
-def _check(doc: Any, name: str) -> str | None:
-    if not isinstance(doc, dict):
-        return f"{name}: not a JSON object"
-    if doc.get("schema") != SCHEMA:
-        return f"{name}: schema {doc.get('schema')!r}, this mlxcompat reads schema {SCHEMA}"
-    for key, kind in (("cell", str), ("results", list), ("patches", list), ("bench", list),
-                      ("subjects", dict)):
-        if not isinstance(doc.get(key), kind):
-            return f"{name}: missing or malformed {key!r}"
-    if doc.get("install", {}).get("status") == "ok" and doc.get("complete") is not True:
+def _check(doc: CellDoc, name: str) -> str | None:
+    if doc.install.ok and not doc.complete:
         return f"{name}: the run that wrote it did not finish (complete is not true)"
-    if f"{doc['cell']}.json" != name:
-        return f"{name}: names cell {doc['cell']!r}; a file's name must be its cell's"
+    if f"{doc.cell}.json" != name:
+        return f"{name}: names cell {doc.cell!r}; a file's name must be its cell's"
     return None
 
 
-def _read(path: Path) -> tuple[dict[str, Any] | None, str | None]:
+def _read(path: Path) -> tuple[CellDoc | None, str | None]:
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        return None, f"{path.name}: unreadable ({type(exc).__name__}: {exc})"
+        doc = read_cell(path)
+    except RecordError as exc:
+        return None, str(exc)
     problem = _check(doc, path.name)
     return (None, problem) if problem else (doc, None)
 
 
-def _add_upstream(doc: dict[str, Any], raw: Path, stem: str) -> list[str]:
+def _add_upstream(doc: CellDoc, raw: Path, stem: str) -> list[str]:
     """Rows of `nox -t upstream` (`<cell>.upstream.<subject>.json`) join their cell's results."""
     problems = []
     for path in sorted(raw.glob(f"{stem}.upstream.*.json")):
         try:
-            extra = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            problems.append(f"{path.name}: unreadable ({type(exc).__name__}: {exc})")
+            extra = read_upstream(path)
+        except RecordError as exc:
+            problems.append(str(exc))
             continue
-        if (not isinstance(extra, dict) or extra.get("schema") != SCHEMA
-                or extra.get("cell") != doc["cell"] or not isinstance(extra.get("results"), list)
-                or not extra["results"]):
-            problems.append(f"{path.name}: not an upstream-suite record of {doc['cell']}")
+        if extra.cell != doc.cell or not extra.results:
+            problems.append(f"{path.name}: not an upstream-suite record of {doc.cell}")
             continue
-        installed = (doc.get("env", {}).get("packages") or {}).get("mlx-lm")
-        if extra.get("mlx_lm") != installed:
-            problems.append(f"{path.name}: ran mlx-lm {extra.get('mlx_lm')}, the cell now has "
-                            f"{installed}; rerun `nox -s \"upstream({doc['cell']})\"`")
+        installed = doc.env.packages.get("mlx-lm")
+        if extra.mlx_lm != installed:
+            problems.append(f"{path.name}: ran mlx-lm {extra.mlx_lm}, the cell now has "
+                            f"{installed}; rerun `nox -s \"upstream({doc.cell})\"`")
             continue
-        doc["results"] = [*doc["results"], *extra["results"]]
+        doc.results = [*doc.results, *extra.results]
     return problems
 
 
-def _uncovered(doc: dict[str, Any], matrix: Any, cell_id: str, label: str) -> list[str]:
+def _uncovered(doc: CellDoc, matrix: Any, cell_id: str, label: str) -> list[str]:
     """Subjects or models the matrix lists for this cell (on this runner) without one row in
     its JSON: a run narrowed by --subjects / --models does not cover the cell."""
-    if doc.get("install", {}).get("status") == "failed":
+    if not doc.install.ok:
         return []  # the failed install is reported as such
     subjects, models = matrix.expected(matrix.cell(cell_id), label)
-    rows = doc["results"]
-    lost = [f"subject {s}" for s in subjects if not any(r["subject"] == s for r in rows)]
-    lost += [f"model {m}" for m in models if not any(r["model"] == m for r in rows)]
-    return [f"{doc['cell']}: no result for {', '.join(lost)} (the matrix lists them)"] if lost \
+    rows = doc.results
+    lost = [f"subject {s}" for s in subjects if not any(r.subject == s for r in rows)]
+    lost += [f"model {m}" for m in models if not any(r.model == m for r in rows)]
+    return [f"{doc.cell}: no result for {', '.join(lost)} (the matrix lists them)"] if lost \
         else []
 
 
@@ -107,7 +92,7 @@ def load_cells(raw: Path, matrix: Any = None, tag: str = "",
     present: dict[str, set[str]] = {}
     broken: set[str] = set()
     for path in files:
-        cell, label = split_name(path.stem)
+        cell, label = split_cell_name(path.stem)
         if known is not None and cell not in known:
             loaded.strays.append(path.name)
             continue
@@ -118,15 +103,16 @@ def load_cells(raw: Path, matrix: Any = None, tag: str = "",
             broken.add(path.stem)
             continue
         present[label].add(cell)
+        assert doc is not None
         if matrix is not None:
-            loaded.missing += _uncovered(doc, matrix, cell, label)  # type: ignore[arg-type]
-        loaded.problems += _add_upstream(doc, raw, path.stem)  # type: ignore[arg-type]
-        loaded.cells.append(doc)  # type: ignore[arg-type]
+            loaded.missing += _uncovered(doc, matrix, cell, label)
+        loaded.problems += _add_upstream(doc, raw, path.stem)
+        loaded.cells.append(doc)
     loaded.labels = sorted(present)
     if matrix is not None:
         for label in loaded.labels:
             for cell in matrix.cells_for(label, tag, only):
-                name = f"{cell.id}@{label}" if label else cell.id
+                name = cell_name(cell.id, label)
                 if cell.id not in present[label] and name not in broken:
                     loaded.missing.append(f"{name}: no result (the matrix lists this cell)")
     return loaded

@@ -7,43 +7,28 @@ table or inject HTML. The front page alone is what CI writes to the step summary
 
 from __future__ import annotations
 
-from typing import Any
-
+from mlxcompat.records.names import UPSTREAM
+from mlxcompat.records.report import Changes, CompatDoc
 from mlxcompat.report.front import MEANING, SAFE, SYMBOL, Column, FrontPage, front_pages
-from mlxcompat.report.sections import detail_sections, requires_of
+from mlxcompat.report.sections import detail_sections
+from mlxcompat.report.tables import cell_text, table
 
 LIMIT_BYTES = 1_000_000
 MAX_PROBLEMS = 8
 
 
-def cell_text(value: Any) -> str:
-    """One table cell: no newlines, `|` escaped, HTML special characters entity-encoded."""
-    text = " ".join(str(value if value is not None else "").split())
-    for raw, safe in (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"), ("|", "\\|")):
-        text = text.replace(raw, safe)
-    return text
-
-
-def table(headers: list[str], rows: list[list[Any]]) -> list[str]:
-    out = ["| " + " | ".join(cell_text(h) for h in headers) + " |",
-           "|" + "---|" * len(headers)]
-    out += ["| " + " | ".join(cell_text(v) for v in row) + " |" for row in rows]
-    return [*out, ""]
-
-
-def headline(report: dict[str, Any], changes: dict[str, Any]) -> list[str]:
-    counts = report["counts"]
-    regress = len(changes["regressions"])
-    parts = [f"**{len(report['cells'])} cells**", f"pass {counts['pass']}",
-             f"expected failures {report['expected_failures']} (documented upstream)",
-             f"**unexpected {report['unexpected']}**", f"regressions {regress}",
-             f"skip {counts['skip']}"]
+def headline(report: CompatDoc, changes: Changes) -> list[str]:
+    counts = report.counts
+    parts = [f"**{len(report.cells)} cells**", f"pass {counts.get('pass', 0)}",
+             f"expected failures {report.expected_failures} (documented upstream)",
+             f"**unexpected {report.unexpected}**", f"regressions {len(changes.regressions)}",
+             f"skip {counts.get('skip', 0)}"]
     lines = [" · ".join(parts), ""]
-    lines += [f"> ⛔ input problem: {cell_text(p)}" for p in report["problems"]]
-    lines += [f"> ⛔ missing: {cell_text(m)}" for m in report["missing"]]
-    lines += [f"> ignored (not a matrix cell): {cell_text(s)}" for s in report["strays"]]
-    if changes["no_baseline"]:
-        lines.append(f"> {len(changes['no_baseline'])} cell(s) had no comparable baseline "
+    lines += [f"> ⛔ input problem: {cell_text(p)}" for p in report.problems]
+    lines += [f"> ⛔ missing: {cell_text(m)}" for m in report.missing]
+    lines += [f"> ignored (not a matrix cell): {cell_text(s)}" for s in report.strays]
+    if changes.no_baseline:
+        lines.append(f"> {len(changes.no_baseline)} cell(s) had no comparable baseline "
                      f"(another runner, backend or machine).")
     return [*lines, ""]
 
@@ -112,7 +97,7 @@ def _subject_lines(page: FrontPage, notes: dict[int, int]) -> list[str]:
                        + (f" ({hist})" if hist else "") + (f" {refs}" if refs else ""))
         if len(s.problems) > MAX_PROBLEMS:
             out.append(f"- … {len(s.problems) - MAX_PROBLEMS} more in the details below")
-        if s.subject != "none":
+        if s.subject != UPSTREAM:
             out += ["", _compared(page, s.fixes, "fixes"), _compared(page, s.breaks, "breaks")]
         out.append("")
     return out
@@ -126,26 +111,26 @@ def _compared(page: FrontPage, changes: dict[str, list[str]], verb: str) -> str:
     for cell, whats in changes.items():
         groups.setdefault(tuple(sorted(whats)), []).append(cell)
     parts = []
-    for whats, cells in sorted(groups.items(), key=lambda kv: -len(kv[0])):
-        shown = ", ".join(whats[:4]) + (f" +{len(whats) - 4}" if len(whats) > 4 else "")
-        parts.append(f"{len(whats)} on {span(page.columns, cells)} ({shown})")
+    for listed, cells in sorted(groups.items(), key=lambda kv: -len(kv[0])):
+        shown = ", ".join(listed[:4]) + (f" +{len(listed) - 4}" if len(listed) > 4 else "")
+        parts.append(f"{len(listed)} on {span(page.columns, cells)} ({shown})")
     return f"Compared with `none`, {verb}: " + "; ".join(cell_text(p) for p in parts) + "."
 
 
-def _footnotes(report: dict[str, Any], notes: dict[int, int]) -> list[str]:
-    by_index = {e["index"]: e for e in report.get("expectations", [])}
+def _footnotes(report: CompatDoc, notes: dict[int, int]) -> list[str]:
+    by_index = {e.index: e for e in report.expectations}
     out = []
     for index, n in sorted(notes.items(), key=lambda kv: kv[1]):
         e = by_index.get(index)
         if e is None:
             continue
-        link = f" {e['link']}" if e["link"] else ""
-        out.append(f"[^{n}]: {cell_text(e['reason'])}{link}")
+        link = f" {e.link}" if e.link else ""
+        out.append(f"[^{n}]: {cell_text(e.reason)}{link}")
     return [*out, ""] if out else []
 
 
-def render_front_page(report: dict[str, Any], changes: dict[str, Any], link: str = "") -> str:
-    pages, notes = front_pages(report, requires_of(report))
+def render_front_page(report: CompatDoc, changes: Changes, link: str = "") -> str:
+    pages, notes = front_pages(report, report.requires)
     lines = ["# mlxcompat compatibility report", "", *headline(report, changes)]
     legend = " · ".join(f"{SYMBOL[k]} {v}" for k, v in MEANING.items())
     for page in pages:
@@ -159,8 +144,7 @@ def render_front_page(report: dict[str, Any], changes: dict[str, Any], link: str
     return "\n".join(lines) + "\n"
 
 
-def render_markdown(report: dict[str, Any], changes: dict[str, Any],
-                    extra: list[str] | None = None) -> str:
+def render_markdown(report: CompatDoc, changes: Changes, extra: list[str] | None = None) -> str:
     """The whole compat.md; `extra` holds further sections (e.g. the API-drift table)."""
     text = render_front_page(report, changes) + "\n".join(
         ["## Details", "", *detail_sections(report, changes, extra or [])]) + "\n"

@@ -7,8 +7,10 @@ import io
 from collections import defaultdict
 from typing import Any
 
+from mlxcompat.records.names import UPSTREAM
+from mlxcompat.records.report import CompatDoc
 from mlxcompat.report.tables import GLYPH, column_label
-from mlxcompat.report.throughput import bench_rows, by_backend
+from mlxcompat.report.throughput import BenchLine, bench_rows, by_backend
 
 COLORS = {"pass": "#2e7d32", "fail": "#c62828", "error": "#6a1b9a", "skip": "#9e9e9e"}
 
@@ -36,13 +38,13 @@ def _legend(ax: Any) -> None:
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
 
 
-def verdicts_per_release(report: dict[str, Any]) -> str:
+def verdicts_per_release(report: CompatDoc) -> str:
     fig, ax = _figure()
-    labels = [column_label(c) for c in report["cells"]]
+    labels = [column_label(c) for c in report.cells]
     bottom = [0] * len(labels)
     for verdict in GLYPH:
-        counts = [sum(1 for r in report["results"] if r["cell"] == c["cell"]
-                      and r["verdict"] == verdict) for c in report["cells"]]
+        counts = [sum(1 for r in report.results if r.cell == c.cell and r.verdict == verdict)
+                  for c in report.cells]
         ax.bar(labels, counts, bottom=bottom, label=verdict, color=COLORS[verdict])
         bottom = [b + n for b, n in zip(bottom, counts, strict=True)]
     ax.set_ylabel("results")
@@ -52,19 +54,18 @@ def verdicts_per_release(report: dict[str, Any]) -> str:
     return _png(fig)
 
 
-def tok_s_per_release(rows: list[dict[str, Any]], backend: str) -> str | None:
+def tok_s_per_release(rows: list[BenchLine], backend: str) -> str | None:
     """Generation tok/s of subject `none` at each model's largest batch, per release."""
-    rows = [dict(b, mean=(b.get("gen_tok_s") or {}).get("median")) for b in rows
-            if b.get("subject") == "none"]
-    rows = [b for b in rows if b["mean"]]
-    if not rows:
+    found = [(b, b.measured.gen_tok_s.median) for b in rows if b.subject == UPSTREAM
+             and b.measured is not None and b.measured.gen_tok_s.median]
+    if not found:
         return None
     series: dict[str, dict[str, tuple[int, float]]] = defaultdict(dict)
-    for b in rows:
-        best = series[b["model"]].get(b["release"])
-        if best is None or b["batch"] >= best[0]:
-            series[b["model"]][b["release"]] = (b["batch"], b["mean"])
-    order = list(dict.fromkeys(b["release"] for b in rows))
+    for b, median in found:
+        best = series[b.model].get(b.release)
+        if best is None or b.batch >= best[0]:
+            series[b.model][b.release] = (b.batch, float(median or 0))
+    order = list(dict.fromkeys(b.release for b, _ in found))
     fig, ax = _figure()
     for model, points in sorted(series.items()):
         xs = [r for r in order if r in points]
@@ -76,17 +77,17 @@ def tok_s_per_release(rows: list[dict[str, Any]], backend: str) -> str | None:
     return _png(fig)
 
 
-def speedup_per_batch(rows: list[dict[str, Any]], backend: str) -> str | None:
+def speedup_per_batch(rows: list[BenchLine], backend: str) -> str | None:
     """Batched / sequential speedup against batch size per model, newest release (no patch)."""
-    rows = [b for b in rows if b.get("subject") == "none"
-            and isinstance(b.get("speedup"), int | float)]
-    if not rows:
+    found = [(b, b.measured.speedup) for b in rows if b.subject == UPSTREAM
+             and b.measured is not None and b.measured.speedup is not None]
+    if not found:
         return None
-    latest = {b["model"]: b["cell"] for b in rows}
+    latest = {b.model: b.cell for b, _ in found}
     fig, ax = _figure()
     for model, cell in sorted(latest.items()):
-        pts = sorted((b["batch"], b["speedup"]) for b in rows
-                     if b["cell"] == cell and b["model"] == model)
+        pts = sorted((b.batch, float(speed or 0)) for b, speed in found
+                     if b.cell == cell and b.model == model)
         ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=f"{model} ({cell})")
     ax.set_xscale("log", base=2)
     ax.set_xlabel("batch size")
@@ -96,7 +97,7 @@ def speedup_per_batch(rows: list[dict[str, Any]], backend: str) -> str | None:
     return _png(fig)
 
 
-def all_plots(report: dict[str, Any]) -> list[tuple[str, str]]:
+def all_plots(report: CompatDoc) -> list[tuple[str, str]]:
     """(title, base64 PNG) for every plot that has data; throughput plots per backend."""
     plots = [("Verdicts per release", verdicts_per_release(report))]
     for backend, rows in by_backend(bench_rows(report)).items():

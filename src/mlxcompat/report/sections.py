@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from mlxcompat.records.report import Changes, CompatDoc
 from mlxcompat.report.tables import (
     ENV_KEYS,
     GLYPH,
@@ -13,18 +12,8 @@ from mlxcompat.report.tables import (
     patch_table,
     verdict_tables,
 )
+from mlxcompat.report.tables import table as _table
 from mlxcompat.report.throughput import bench_rows, by_backend, compact, full_rows
-
-
-def requires_of(report: dict[str, Any]) -> dict[str, dict[str, str]]:
-    """Each subject's declared mlx-lm / mlx-vlm ranges (from probe.json, via the report)."""
-    return dict(report.get("requires") or {})
-
-
-def _table(headers: list[str], rows: list[list[Any]]) -> list[str]:
-    from mlxcompat.report.markdown import table
-
-    return table(headers, rows)
 
 
 def _fold(summary: str, body: list[str], open_: bool = False) -> list[str]:
@@ -32,35 +21,35 @@ def _fold(summary: str, body: list[str], open_: bool = False) -> list[str]:
             "</details>", ""]
 
 
-def _unexpected(report: dict[str, Any]) -> list[str]:
-    rows = [r for r in report["results"] if r["outcome"] == "unexpected"]
+def _unexpected(report: CompatDoc) -> list[str]:
+    rows = [r for r in report.results if not r.outcome.expected]
     if not rows:
         return []
-    body = [[r["cell"], r["check"], r["model"], r["mode"], r["subject"], r["verdict"],
-             r["why"], r["detail"][:160]] for r in rows[:200]]
+    body = [[r.cell, r.check, r.model, r.about.variant, r.subject, r.verdict, r.outcome.why,
+             r.detail[:160]] for r in rows[:200]]
     return ["### Unexpected outcomes", "",
-            *_table(["cell", "check", "model", "mode", "subject", "verdict", "why", "detail"],
+            *_table(["cell", "check", "model", "case", "subject", "verdict", "why", "detail"],
                     body)]
 
 
-def _changes(changes: dict[str, Any]) -> list[str]:
-    if not changes["baseline"]:
+def _changes(changes: Changes) -> list[str]:
+    if not changes.baseline:
         return ["No baseline yet (`mlxcompat report --accept` makes this report the baseline).",
                 ""]
     out = []
-    for title, key in (("Regressions", "regressions"), ("New passes", "new_passes")):
-        rows = [[c["cell"], c["check"], c["model"], c["mode"], c["subject"], c["change"]]
-                for c in changes[key]]
+    for title, found in (("Regressions", changes.regressions),
+                         ("New passes", changes.new_passes)):
+        rows = [[c.cell, c.check, c.model, c.about.variant, c.subject, c.change] for c in found]
         if rows:
             out += [f"**{title}**", "",
-                    *_table(["cell", "check", "model", "mode", "subject", "change"], rows)]
-    moves = [[t["cell"], t["model"], t["batch"], t["subject"], f"{t['before']:.1f}",
-              f"{t['after']:.1f}", f"{t['change']:+.0%}"] for t in changes["throughput"]]
+                    *_table(["cell", "check", "model", "case", "subject", "change"], rows)]
+    moves = [[t.cell, t.model, t.batch, t.subject, f"{t.before or 0:.1f}",
+              f"{t.after or 0:.1f}", f"{t.change:+.0%}"] for t in changes.throughput]
     if moves:
         out += ["**Throughput (gating profile, same machine)**", "",
                 *_table(["cell", "model", "batch", "subject", "before", "after", "change"],
                         moves)]
-    out.append(f"{changes['new_rows']} new row(s) not in the baseline." if changes["new_rows"]
+    out.append(f"{changes.new_rows} new row(s) not in the baseline." if changes.new_rows
                else "")
     return [*(out or ["Nothing changed."]), ""]
 
@@ -71,7 +60,7 @@ def _verdict_table(table: Table) -> list[str]:
                  _table([*table.keys, *table.columns], rows))
 
 
-def _patches(report: dict[str, Any]) -> list[str]:
+def _patches(report: CompatDoc) -> list[str]:
     table = patch_table(report)
     if not table.rows:
         return []
@@ -82,7 +71,7 @@ def _patches(report: dict[str, Any]) -> list[str]:
                  [legend, "", *_table([*table.keys, *table.columns], rows)])
 
 
-def _bench(report: dict[str, Any]) -> list[str]:
+def _bench(report: CompatDoc) -> list[str]:
     rows = bench_rows(report)
     if not rows:
         return ["### Throughput", "", "No throughput rows (run with `--bench=quick`).", ""]
@@ -91,7 +80,7 @@ def _bench(report: dict[str, Any]) -> list[str]:
            "(negative = slower). CPU and GPU figures are never compared.", ""]
     for backend, group in by_backend(rows).items():
         release, headers, body = compact(report, group)
-        devices = ", ".join(sorted({b["device"] for b in group if b["device"]}))
+        devices = ", ".join(sorted({b.device for b in group if b.device}))
         out += [f"#### {backend}: {release}" + (f" ({devices})" if devices else ""), ""]
         if body:
             out += _table(headers, body)
@@ -100,32 +89,31 @@ def _bench(report: dict[str, Any]) -> list[str]:
     return out
 
 
-def _expectations(report: dict[str, Any]) -> list[str]:
+def _expectations(report: CompatDoc) -> list[str]:
     rows = []
-    for e in report.get("expectations", []):
-        state = "stale (covered nothing)" if report.get("full_run") and not e["covered"] else (
-            f"{e['covered']} rows" + (f", {e['outside_bounds']} outside its bounds"
-                                      if e["outside_bounds"] else ""))
-        rows.append([str(e["index"]), e["verdict"], state, e["reason"][:140],
-                     e["link"] or ("open" if e["open"] else "")])
+    for e in report.expectations:
+        state = "stale (covered nothing)" if report.full_run and not e.covered else (
+            f"{e.covered} rows" + (f", {e.outside_bounds} outside its bounds"
+                                   if e.outside_bounds else ""))
+        rows.append([str(e.index), e.verdict, state, e.reason[:140],
+                     e.link or ("open" if e.open else "")])
     if not rows:
         return []
-    stale = sum(1 for e in report.get("expectations", []) if not e["covered"])
-    note = (f"{stale} stale" if report.get("full_run") else
+    stale = sum(1 for e in report.expectations if not e.covered)
+    note = (f"{stale} stale" if report.full_run else
             "stale entries are judged on a full run only")
     return _fold(f"Expectations ({len(rows)}; {note})",
                  _table(["#", "verdict", "covers", "reason", "link"], rows))
 
 
-def _environment(report: dict[str, Any]) -> list[str]:
-    rows = [[r["cell"], *(r[k] for k in ENV_KEYS), r["backend"], r["device"], r["install"],
-             r["install_s"]] for r in env_rows(report)]
+def _environment(report: CompatDoc) -> list[str]:
+    rows = [[r.cell, *(r.packages[k] for k in ENV_KEYS), r.backend, r.device, r.install,
+             r.install_s] for r in env_rows(report)]
     return _fold("Environment", _table(["cell", *ENV_KEYS, "backend", "device", "install",
                                         "install s"], rows))
 
 
-def detail_sections(report: dict[str, Any], changes: dict[str, Any],
-                    extra: list[str]) -> list[str]:
+def detail_sections(report: CompatDoc, changes: Changes, extra: list[str]) -> list[str]:
     notes: dict[int, int] = {}
     tables = verdict_tables(report, notes)
     legend = (" · ".join(f"{g} {v}" for v, g in GLYPH.items())
@@ -136,9 +124,9 @@ def detail_sections(report: dict[str, Any], changes: dict[str, Any],
         out += _verdict_table(table)
     out += [*_patches(report), *_bench(report), *_expectations(report)]
     numbered = {n: i for i, n in notes.items()}
-    by_index = {e["index"]: e for e in report.get("expectations", [])}
+    by_index = {e.index: e for e in report.expectations}
     if numbered:
-        refs = [f"{n}. #{i} {by_index[i]['reason'][:200]}" for n, i in sorted(numbered.items())
+        refs = [f"{n}. #{i} {by_index[i].reason[:200]}" for n, i in sorted(numbered.items())
                 if i in by_index]
         out += _fold("Notes of the verdict tables", [*refs, ""])
     out += [*(extra or []), *_environment(report)]

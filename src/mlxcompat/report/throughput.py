@@ -1,102 +1,122 @@
-"""Throughput tables: one compact table per backend for the newest release (model × batch ->
-tok/s per subject, speedup, overhead vs `none` with its interval), and every row for the
+"""The report's throughput tables: a llama-bench-style table of the newest release per
+backend (tok/s per subject, speedup, paired overhead against `none`), and every row for the
 details. CPU and GPU figures are never put in one comparison."""
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
 
+from mlxcompat.records.bench import FailedBench, MeasuredBench, SkippedBench, Spread
+from mlxcompat.records.names import UPSTREAM
+from mlxcompat.records.report import CompatDoc, ReportCell
 from mlxcompat.report.aggregate import cell_order
 from mlxcompat.report.tables import column_label, comparability
-
-
-def _fmt_tok_s(gen: dict[str, Any]) -> str:
-    if not gen.get("rounds"):
-        return ""
-    lo, hi = gen.get("ci95", [None, None])
-    ci = f" ({lo:,.0f}–{hi:,.0f})" if lo is not None else ""
-    return f"{gen['median']:,.0f}{ci}"
-
 
 SHORT = {"bfloat16": "bf16", "float16": "fp16"}
 
 
-def bench_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
+@dataclass
+class BenchLine:
+    """One throughput row as the report shows it."""
+
+    cell: str
+    release: str
+    backend: str
+    device: str
+    model: str  # with its dtype when not float32: `llama (bf16)`
+    subject: str
+    batch: int
+    measured: MeasuredBench | None
+    note: str
+
+    @property
+    def tok_s(self) -> str:
+        return fmt_tok_s(self.measured.gen_tok_s) if self.measured else ""
+
+    @property
+    def overhead_text(self) -> str:
+        m = self.measured
+        return m.overhead.text if m is not None and m.overhead is not None else ""
+
+
+def fmt_tok_s(gen: Spread) -> str:
+    if not gen.rounds or gen.median is None:
+        return ""
+    ci = f" ({gen.ci95[0]:,.0f}–{gen.ci95[1]:,.0f})" if len(gen.ci95) == 2 else ""
+    return f"{gen.median:,.0f}{ci}"
+
+
+def bench_rows(report: CompatDoc) -> list[BenchLine]:
     """Throughput rows in cell order, with release, backend and a comparability note."""
-    cells = {c["cell"]: c for c in report["cells"]}
+    cells = {c.cell: c for c in report.cells}
     order = {name: i for i, name in enumerate(cells)}
-    rows = []
-    for b in sorted(report["bench"], key=lambda b: (order.get(b["cell"], 0), b.get("model", ""),
-                                                     b.get("batch", 0), b.get("subject", ""))):
-        cell = cells.get(b["cell"])
+    lines = []
+    for b in sorted(report.bench, key=lambda b: (order.get(b.cell, 0), b.row.model, b.row.batch,
+                                                 b.row.subject)):
+        cell = cells.get(b.cell)
         if cell is None:
             continue
-        env = cell["env"]
-        gen = b.get("gen_tok_s") or {}
-        overhead = b.get("overhead") or {}
-        dtype = b.get("dtype", "float32")
-        rows.append({**b, "release": column_label(cell),
-                     "model": b.get("model", "") if dtype == "float32"
-                     else f"{b.get('model', '')} ({SHORT.get(dtype, dtype)})",
-                     "backend": b.get("backend") or env.get("backend", "cpu"),
-                     "device": env.get("device_name", ""), "tok_s": _fmt_tok_s(gen),
-                     "cv": gen.get("cv"), "overhead_text": overhead.get("text", ""),
-                     "note": b.get("error") or b.get("skip") or comparability(env)})
-    return rows
+        row = b.row
+        note = {FailedBench: getattr(row, "detail", ""),
+                SkippedBench: getattr(row, "reason", "")}.get(type(row), "")
+        model = row.model if row.dtype == "float32" else \
+            f"{row.model} ({SHORT.get(row.dtype, row.dtype)})"
+        lines.append(BenchLine(b.cell, column_label(cell), row.backend or cell.env.backend,
+                               cell.env.device_name, model, row.subject, row.batch,
+                               row if isinstance(row, MeasuredBench) else None,
+                               note or comparability(cell.env)))
+    return lines
 
 
-def by_backend(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    groups: dict[str, list[dict[str, Any]]] = {}
+def by_backend(rows: list[BenchLine]) -> dict[str, list[BenchLine]]:
+    groups: dict[str, list[BenchLine]] = {}
     for row in rows:
-        groups.setdefault(row["backend"], []).append(row)
+        groups.setdefault(row.backend, []).append(row)
     return groups
 
 
-def newest_cell(report: dict[str, Any], rows: list[dict[str, Any]]) -> str | None:
+def newest_cell(report: CompatDoc, rows: list[BenchLine]) -> ReportCell | None:
     """The newest pinned mlx-lm cell among `rows` (the compact table's release)."""
-    cells = [c for c in report["cells"] if any(r["cell"] == c["cell"] for r in rows)
-             and c["base"].startswith("mlx-lm-")]
-    return max(cells, key=cell_order)["cell"] if cells else None
+    cells = [c for c in report.cells if any(r.cell == c.cell for r in rows)
+             and c.base.startswith("mlx-lm-")]
+    return max(cells, key=cell_order) if cells else None
 
 
-def compact(report: dict[str, Any], rows: list[dict[str, Any]]) -> tuple[str, list[str],
-                                                                         list[list[str]]]:
+def compact(report: CompatDoc, rows: list[BenchLine]) -> tuple[str, list[str], list[list[str]]]:
     """(release, headers, rows) of the llama-bench-style table for one backend."""
     cell = newest_cell(report, rows)
     if cell is None:
         return "", [], []
-    mine = [r for r in rows if r["cell"] == cell and r.get("gen_tok_s")]
-    subjects = list(dict.fromkeys(r["subject"] for r in mine))
+    mine = [r for r in rows if r.cell == cell.cell and r.measured is not None]
+    subjects = list(dict.fromkeys(r.subject for r in mine))
     headers = ["model", "batch", *(f"{s} tok/s" for s in subjects), "speedup (none)",
-               *(f"{s} vs none" for s in subjects if s != "none")]
+               *(f"{s} vs none" for s in subjects if s != UPSTREAM)]
     body = []
-    for key in dict.fromkeys((r["model"], r["batch"]) for r in mine):
-        by_subject = {r["subject"]: r for r in mine if (r["model"], r["batch"]) == key}
-        none = by_subject.get("none", {})
-        speed = none.get("speedup")
+    for key in dict.fromkeys((r.model, r.batch) for r in mine):
+        by_subject = {r.subject: r for r in mine if (r.model, r.batch) == key}
+        none = by_subject.get(UPSTREAM)
+        speed = none.measured.speedup if none and none.measured else None
         body.append([key[0], str(key[1]),
-                     *(by_subject.get(s, {}).get("tok_s", "") for s in subjects),
-                     f"{speed:.2f}×" if isinstance(speed, int | float) else "",
-                     *(by_subject.get(s, {}).get("overhead_text", "") for s in subjects
-                       if s != "none")])
-    return rows[0]["release"] if not mine else mine[0]["release"], headers, body
+                     *(by_subject[s].tok_s if s in by_subject else "" for s in subjects),
+                     f"{speed:.2f}×" if speed is not None else "",
+                     *(by_subject[s].overhead_text if s in by_subject else "" for s in subjects
+                       if s != UPSTREAM)])
+    return mine[0].release if mine else column_label(cell), headers, body
 
 
-def full_rows(rows: list[dict[str, Any]]) -> tuple[list[str], list[list[str]]]:
+def full_rows(rows: list[BenchLine]) -> tuple[list[str], list[list[str]]]:
     headers = ["release", "model", "subject", "batch", "gen tok/s (median, 95% CI)", "CV",
                "rounds", "first/last round", "speedup", "vs none", "peak MB", "note"]
     body = []
     for b in rows:
-        gen = b.get("gen_tok_s") or {}
-        first = b.get("first_round_ratio")
-        body.append([b["release"], b.get("model", ""), b.get("subject", ""),
-                     str(b.get("batch", "")), b["tok_s"],
-                     f"{b['cv']:.1%}" if isinstance(b.get("cv"), int | float) else "",
-                     str(gen.get("rounds", "")),
-                     f"{first:.2f}" if isinstance(first, int | float) else "",
-                     f"{b['speedup']:.2f}×" if isinstance(b.get("speedup"), int | float) else "",
-                     b["overhead_text"],
-                     f"{b['peak_memory_mb']:.1f}" if isinstance(b.get("peak_memory_mb"),
-                                                               int | float) else "",
-                     str(b["note"] or "")])
+        m = b.measured
+        gen = m.gen_tok_s if m else Spread()
+        first = m.first_round_ratio if m else None
+        body.append([b.release, b.model, b.subject, str(b.batch), b.tok_s,
+                     f"{gen.cv:.1%}" if gen.cv is not None else "",
+                     str(gen.rounds or ""), f"{first:.2f}" if first is not None else "",
+                     f"{m.speedup:.2f}×" if m and m.speedup is not None else "",
+                     b.overhead_text,
+                     f"{m.peak_memory_mb:.1f}" if m and m.peak_memory_mb is not None else "",
+                     b.note])
     return headers, body

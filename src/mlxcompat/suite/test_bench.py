@@ -1,5 +1,6 @@
 """Throughput: batched decode tok/s (pytest-benchmark, pedantic), rounds interleaved across
-the cell's subjects by the runner's turn gate; one prompt at a time for `none` (the speedup).
+the cell's subjects by the runner's turn-taking; one prompt at a time for `none` (the
+speedup's baseline).
 
 Figures go to the cell JSON's `bench` rows; pytest-benchmark's own JSON is kept beside it.
 No assertion on speed: targets are read from the report, never asserted in a test.
@@ -9,10 +10,10 @@ import gc
 
 import pytest
 
-from mlxcompat.bench import Profile, bench_prompts, bench_row, summarise
+from mlxcompat.bench import bench_prompts, bench_row, summarise
+from mlxcompat.errors import SkipCheck, describe_exception
 from mlxcompat.models import build_model
-from mlxcompat.results import SkipCheck, describe_exception
-from mlxcompat.suite.marks import check
+from mlxcompat.records.bench import FailedBench, SequentialBench, SkippedBench
 
 SEQUENTIAL_ROUNDS = 2
 SEQUENTIAL_PROMPTS = 2  # one at a time, every prompt of a batch runs at the same rate
@@ -21,35 +22,34 @@ SEQUENTIAL_PROMPTS = 2  # one at a time, every prompt of a batch runs at the sam
 def _built(decl, dtype: str):
     """The tiny model, cast for a throughput row of another dtype (parity stays float32)."""
     net = build_model(decl)
-    if dtype and dtype != "float32":
+    if dtype != "float32":
         import mlx.core as mx
 
         net.set_dtype(getattr(mx, dtype))
     return net
 
 
-@check("throughput")
-def test_throughput(case, registry, mlxcompat_run, bench_gate, benchmark, record_bench,
+def test_throughput(bench_case, registry, mlxcompat_run, turn_taker, benchmark, record_bench,
                     broken_reason, backend):
     from mlxcompat.drivers import bench as timers
 
-    profile = Profile.from_json(mlxcompat_run.bench)
-    dtype = case.dtype or "float32"
+    profile = mlxcompat_run.bench
+    case = bench_case
     base = {"model": case.model, "subject": mlxcompat_run.subject, "batch": case.batch,
-            "dtype": dtype, "profile": profile.name}
+            "dtype": case.dtype, "profile": profile.name, "backend": backend}
     if broken_reason:
-        record_bench({**base, "skip": f"not benchmarked: {broken_reason}"})
+        record_bench(SkippedBench(**base, reason=f"not benchmarked: {broken_reason}"))
         pytest.skip(broken_reason)
     decl = registry.models[case.model]
     try:
-        net = _built(decl, dtype)
+        net = _built(decl, case.dtype)
     except SkipCheck as exc:
-        record_bench({**base, "skip": str(exc)})
+        record_bench(SkippedBench(**base, reason=str(exc)))
         pytest.skip(str(exc))
     prompts = bench_prompts(case.batch, profile.prompt_tokens)
     timer = timers.time_glm4v if decl.runner == "glm4v" else timers.time_batched
     timings = []
-    label = f"{case.model} b{case.batch} {dtype}"
+    label = f"{case.model} b{case.batch} {case.dtype}"
 
     def one_round():
         gc.disable()
@@ -61,41 +61,43 @@ def test_throughput(case, registry, mlxcompat_run, bench_gate, benchmark, record
     timers.reset_peak_memory()
     try:
         benchmark.pedantic(one_round, rounds=profile.rounds, warmup_rounds=profile.warmup,
-                           iterations=1,
-                           setup=lambda: bench_gate.turn(f"{label} batched"))
+                           iterations=1, setup=lambda: turn_taker.turn(f"{label} batched"))
     except Exception as exc:
-        record_bench({**base, "error": describe_exception(exc)})
+        record_bench(FailedBench(**base, detail=describe_exception(exc)))
         pytest.skip(f"batched path does not run here: {describe_exception(exc)}")
     measured = timings[profile.warmup:]
     row = bench_row(case.model, mlxcompat_run.subject, case.batch, profile,
                     [t.decode_tok_s for t in measured], [t.prefill_tok_s for t in measured],
-                    timers.peak_memory_mb(), backend, dtype)
-    row["pinned_cpu"] = bench_gate.pinned
-    benchmark.extra_info.update({k: v for k, v in row.items() if k != "gen_tok_s"},
-                                gen_tok_s_median=row["gen_tok_s"]["median"])
+                    timers.peak_memory_mb(), backend, case.dtype)
+    row.pinned_cpu = turn_taker.pinned
+    benchmark.extra_info.update(gen_tok_s_median=row.gen_tok_s.median, batch=row.batch,
+                                model=row.model, subject=row.subject, dtype=row.dtype,
+                                profile=row.profile)
     record_bench(row)
 
 
-@check("sequential")
-def test_sequential(case, registry, mlxcompat_run, bench_gate, record_bench, backend):
+def test_sequential(bench_case, registry, mlxcompat_run, turn_taker, record_bench, backend):
     """The same prompts one at a time through `generate_step`: the baseline of the speedup.
 
     Measured once per cell, by `none`, after every subject's batched rounds.
     """
     from mlxcompat.drivers import bench as timers
 
-    profile = Profile.from_json(mlxcompat_run.bench)
-    dtype = case.dtype or "float32"
+    profile = mlxcompat_run.bench
+    case = bench_case
     try:
-        net = _built(registry.models[case.model], dtype)
+        net = _built(registry.models[case.model], case.dtype)
     except SkipCheck as exc:
         pytest.skip(str(exc))
     prompts = bench_prompts(min(case.batch, SEQUENTIAL_PROMPTS), profile.prompt_tokens)
     rounds = []
     for i in range(1 + SEQUENTIAL_ROUNDS):
-        bench_gate.turn(f"{case.model} b{case.batch} {dtype} sequential {i}")
+        turn_taker.turn(f"{case.model} b{case.batch} {case.dtype} sequential {i}")
         rounds.append(timers.time_sequential(net, prompts, profile.gen_tokens))
-    record_bench({"kind": "sequential", "model": case.model, "subject": mlxcompat_run.subject,
-                  "batch": case.batch, "dtype": dtype, "backend": backend,
-                  "profile": profile.name,
-                  "sequential_tok_s": summarise([t.decode_tok_s for t in rounds[1:]])})
+    record_bench(SequentialBench(model=case.model, subject=mlxcompat_run.subject,
+                                 batch=case.batch, dtype=case.dtype, backend=backend,
+                                 profile=profile.name,
+                                 tok_s=summarise([t.decode_tok_s for t in rounds[1:]])))
+
+
+BENCH_KIND = {"test_throughput": "throughput", "test_sequential": "sequential"}

@@ -2,13 +2,8 @@ import json
 
 import pytest
 
-from mlxcompat.results import (
-    CheckResult,
-    describe_exception,
-    empty_cell,
-    set_subject_code,
-    write_json_atomic,
-)
+from mlxcompat.errors import describe_exception, set_subject_code
+from mlxcompat.records.files import write_json_atomic
 
 
 def test_atomic_write_leaves_only_the_file(tmp_path):
@@ -41,7 +36,7 @@ def test_describe_exception_names_type_message_and_frame():
         inner()
     except ValueError as exc:
         text = describe_exception(exc)
-    assert text.startswith("ValueError: shapes (3) and (4) differ (at test_results.py:")
+    assert text.startswith("ValueError: shapes (3) and (4) differ (at test_errors.py:")
     assert "second line" not in text
     assert "in inner" in text
 
@@ -68,14 +63,3 @@ def test_error_raised_in_the_subjects_code_says_so(tmp_path, monkeypatch):
         set_subject_code(())
     assert "raised in the subject's own code at vllm_mlx/utils/mamba_cache.py:2 in merge" in text
     assert "innermost upstream frame mlx_lm/generate.py:2 in step" in text
-
-
-def test_empty_cell_has_every_section_and_is_not_complete():
-    doc = empty_cell("mlx-lm-0.32.2")
-    assert doc["schema"] == 2 and doc["complete"] is False
-    assert {"results", "patches", "bench", "subjects", "run_id"} <= set(doc)
-
-
-def test_check_result_json_round_trip():
-    r = CheckResult("parity", "fail", "fresh", "llama", "none", {"max_abs_delta": 0.5}, "x")
-    assert CheckResult(**r.to_json()) == r

@@ -1,44 +1,19 @@
-"""Verdicts, check results and the cell JSON (schema 2) with atomic writes.
+"""How a check's trouble is described: SkipCheck (the model or API is not in this release),
+and an exception as one line that says where it was raised and whose code that was.
 
-Imports no mlx: the report side reads these files without any MLX installed.
+Imports no mlx.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import re
-import tempfile
 import traceback
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
-
-SCHEMA = 2
-Verdict = Literal["pass", "fail", "error", "skip"]
-VERDICTS: tuple[str, ...] = ("pass", "fail", "error", "skip")
-
-
-@dataclass
-class CheckResult:
-    """One verdict of one check for one (mode, model, subject)."""
-
-    check: str
-    verdict: Verdict
-    mode: str = ""
-    model: str = ""
-    subject: str = ""
-    metrics: dict[str, Any] = field(default_factory=dict)
-    detail: str = ""
-    expected: str | None = None
-    seconds: float = 0.0
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 class SkipCheck(Exception):
-    """Raised by the harness's own probe when a model or API does not exist in this release."""
+    """Raised by a check when its own look finds a model or API does not exist in this release."""
 
 
 _UPSTREAM = ("mlx_lm", "mlx_vlm", "mlx")
@@ -111,40 +86,3 @@ def short_error(exc: BaseException) -> str:
     """`Type: first line of the message`, without venv paths."""
     lines = str(exc).strip().splitlines()
     return strip_site_paths(f"{type(exc).__name__}: {lines[0] if lines else ''}")
-
-
-def write_json_atomic(path: Path, data: Any) -> None:
-    """Write JSON to a temp file in the same folder, then rename: no reader sees half a file."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, indent=1, sort_keys=False, default=str)
-            fh.write("\n")
-        os.chmod(tmp, 0o644)  # mkstemp's 0600 would make reports unreadable to others
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def empty_cell(cell: str) -> dict[str, Any]:
-    """A cell document with every section present; `complete` turns true only at the end."""
-    return {
-        "schema": SCHEMA,
-        "cell": cell,
-        "complete": False,
-        "run_id": "",
-        "env": {},
-        "install": {"status": "ok", "seconds": None, "log_tail": ""},
-        "subjects": {},
-        "results": [],
-        "patches": [],
-        "bench": [],
-    }
-
-
-def error_row(check: str, subject: str, detail: str, mode: str = "", model: str = "",
-              **metrics: Any) -> dict[str, Any]:
-    return CheckResult(check, "error", mode, model, subject, dict(metrics), detail).to_json()

@@ -65,14 +65,14 @@ def _imports_of(tree: ast.Module, name: str) -> str | None:
     return None
 
 
-def probe_lm_sources(src: Mapping[str, str]) -> dict[str, Any]:
+def scan_lm_sources(src: Mapping[str, str]) -> dict[str, Any]:
     """The batching patch targets of one mlx-lm release, read from its source files."""
     gen = ast.parse(src["mlx_lm/generate.py"])
     cache = ast.parse(src["mlx_lm/models/cache.py"])
     defs, cache_defs = _module_defs(gen), _module_defs(cache)
     row: dict[str, Any] = {}
     make = defs.get("_make_cache")
-    row["_make_cache"] = "absent" if make is None else (
+    row["_make_cache"] = "absent" if not isinstance(make, ast.FunctionDef) else (
         f"{len(_positional(make))} args, " + ("called" if _used_outside(gen, "_make_cache")
                                               else "never called"))
     merge = defs.get("_merge_caches")
@@ -142,7 +142,7 @@ def _mask_takes_list(source: str | None) -> str:
     return "yes" if takes else "no"
 
 
-def probe_vlm_sources(src: Mapping[str, str], lm_src: Mapping[str, str]) -> dict[str, Any]:
+def scan_vlm_sources(src: Mapping[str, str], lm_src: Mapping[str, str]) -> dict[str, Any]:
     """GLM4V targets of one mlx-vlm release (mlx-lm sources resolve re-exported helpers)."""
     language = src.get("mlx_vlm/models/glm4v_moe/language.py")
     if language is None:

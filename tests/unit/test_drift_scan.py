@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mlxcompat.drivers.static_probe import call_digest, probe_lm_sources, probe_vlm_sources
+from mlxcompat.drivers.drift_scan import call_digest, scan_lm_sources, scan_vlm_sources
 
 OLD_GENERATE = '''
 from .models.cache import BatchKVCache
@@ -65,7 +65,7 @@ class BatchKVCache:
 
 
 def _probe(generate: str, cache: str) -> dict:
-    return probe_lm_sources({"mlx_lm/generate.py": generate, "mlx_lm/models/cache.py": cache})
+    return scan_lm_sources({"mlx_lm/generate.py": generate, "mlx_lm/models/cache.py": cache})
 
 
 def test_old_release_shape() -> None:
@@ -99,4 +99,4 @@ def test_glm4v_fingerprint_ignores_indentation_and_blank_lines() -> None:
 
 
 def test_vlm_without_glm4v_is_absent() -> None:
-    assert probe_vlm_sources({}, {}) == {"glm4v_moe": "absent"}
+    assert scan_vlm_sources({}, {}) == {"glm4v_moe": "absent"}

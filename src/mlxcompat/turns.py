@@ -1,5 +1,7 @@
 """Turn-taking between subject processes, so throughput rounds are exclusive and paired.
 
+Both sides live here: `TurnTaker` in a subject process, `TurnOrder` in the runner.
+
 Every subject runs in a long-lived process of its own (patches are process state). Before a
 timed round a worker asks for a turn and blocks until the coordinator (the runner) grants
 it. It keeps the turn until it asks for the next one (or exits), so whatever it does between
@@ -20,7 +22,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import IO
+from typing import IO, Protocol
 
 
 def pin_process(cpu: int) -> bool:
@@ -36,7 +38,7 @@ def pin_process(cpu: int) -> bool:
     return True
 
 
-class Gate:
+class TurnTaker:
     """The worker side. Without file descriptors (a run by hand) every turn is granted."""
 
     def __init__(self, read_fd: int | None = None, write_fd: int | None = None,
@@ -71,12 +73,57 @@ class Gate:
         self._holding = False
 
 
-def gate_from(ends: list[int | str], cpu: int | None = None) -> Gate:
+def turn_taker_from(ends: list[int | str], cpu: int | None = None) -> TurnTaker:
     """The worker's gate from two inherited descriptors, or two FIFO paths (a forked worker
     opens them itself: the runner's side opens in the same order, so neither blocks)."""
     if len(ends) != 2:
-        return Gate(cpu=cpu)
+        return TurnTaker(cpu=cpu)
     go, want = ends
     if isinstance(go, str) and isinstance(want, str):
-        return Gate(os.open(go, os.O_RDONLY), os.open(want, os.O_WRONLY), cpu)
-    return Gate(int(go), int(want), cpu)
+        return TurnTaker(os.open(go, os.O_RDONLY), os.open(want, os.O_WRONLY), cpu)
+    return TurnTaker(int(go), int(want), cpu)
+
+
+class Granted(Protocol):
+    """What the coordinator needs of a worker: whether it is waiting, exited, and its pipe."""
+
+    waiting: str
+    exited: bool
+    to_worker: IO[str] | None
+
+
+class TurnOrder:
+    """The coordinator side: one turn at a time, only once every live worker waits, in an
+    order that rotates each cycle (A B C, B C A, …)."""
+
+    def __init__(self) -> None:
+        self.cycle: list[Granted] = []
+        self.current: Granted | None = None
+        self.turn = 0
+
+    def grant(self, workers: list[Granted], others_running: bool) -> None:
+        if self.current is not None or others_running:
+            return
+        live = [w for w in workers if not w.exited]
+        if not self.cycle:
+            if not live or any(not w.waiting for w in live):
+                return
+            k = self.turn % len(live)
+            self.cycle = live[k:] + live[:k]
+            self.turn += 1
+        worker = self.cycle.pop(0)
+        if worker.exited or not worker.waiting:
+            return
+        worker.waiting = ""
+        self.current = worker
+        assert worker.to_worker is not None
+        worker.to_worker.write("go\n")
+        worker.to_worker.flush()
+
+    def done(self, worker: Granted) -> None:
+        if self.current is worker:
+            self.current = None
+
+    def gone(self, worker: Granted) -> None:
+        self.cycle = [w for w in self.cycle if w is not worker]
+        self.done(worker)

@@ -1,7 +1,7 @@
-"""`mlxcompat probe`: the patch targets of every release in the matrix, read from its wheels.
+"""`mlxcompat drift`: the patch targets of every release in the matrix, scanned from its wheels.
 
 Wheels are fetched once from the index into a cache folder; reading one is well
-under a second. The result, reports/probe.json, feeds the report's API-drift section.
+under a second. The result, reports/drift.json, feeds the report's API-drift section.
 """
 
 from __future__ import annotations
@@ -12,27 +12,27 @@ from typing import Any
 
 from packaging.requirements import Requirement
 
-from mlxcompat.drivers.static_probe import (
+from mlxcompat.drivers.drift_scan import (
     LM_FILES,
     VLM_FILES,
-    probe_lm_sources,
-    probe_vlm_sources,
     read_wheel,
+    scan_lm_sources,
+    scan_vlm_sources,
 )
 from mlxcompat.matrix import Matrix
 from mlxcompat.pypi import requires_dist, wheel_for
-from mlxcompat.results import write_json_atomic
+from mlxcompat.records.files import write_json_atomic
 
 
-def probe_release(pins: dict[str, str], cache: Path) -> dict[str, Any]:
-    """One probe row: mlx-lm targets, plus mlx-vlm's where the cell pins it."""
+def scan_release(pins: dict[str, str], cache: Path) -> dict[str, Any]:
+    """One drift row: mlx-lm targets, plus mlx-vlm's where the cell pins it."""
     lm_wheel = wheel_for("mlx-lm", pins["mlx-lm"], cache)
     vlm_wheel = wheel_for("mlx-vlm", pins["mlx-vlm"], cache) if "mlx-vlm" in pins else None
     start = time.perf_counter()
     lm_src = read_wheel(lm_wheel, LM_FILES)
-    row: dict[str, Any] = {"pins": pins, "lm": probe_lm_sources(lm_src)}
+    row: dict[str, Any] = {"pins": pins, "lm": scan_lm_sources(lm_src)}
     if vlm_wheel is not None:
-        row["vlm"] = probe_vlm_sources(read_wheel(vlm_wheel, VLM_FILES), lm_src)
+        row["vlm"] = scan_vlm_sources(read_wheel(vlm_wheel, VLM_FILES), lm_src)
     row["seconds"] = round(time.perf_counter() - start, 4)
     return row
 
@@ -57,21 +57,21 @@ def subject_requires(matrix: Matrix, cache: Path) -> dict[str, dict[str, str]]:
     return found
 
 
-def probe_matrix(matrix: Matrix, cache: Path, out: Path) -> dict[str, Any]:
-    """Probe every pinned cell of the matrix (a resolved cell repeats a pinned release); a
+def scan_matrix(matrix: Matrix, cache: Path, out: Path) -> dict[str, Any]:
+    """Scan every pinned cell of the matrix (a resolved cell repeats a pinned release); a
     release that cannot be read is a row with its error."""
     rows = []
     for cell in matrix.cells:
         if cell.resolve:
             continue
         try:
-            row = probe_release(dict(cell.pins), cache)
+            row = scan_release(dict(cell.pins), cache)
         except Exception as exc:
             row = {"pins": dict(cell.pins), "error": f"{type(exc).__name__}: {exc}"}
         row["cell"] = cell.id
         rows.append(row)
         took = f"{row['seconds']:.3f}s" if "seconds" in row else row["error"]
-        print(f"[mlxcompat] probe {cell.id}: {took}", flush=True)
+        print(f"[mlxcompat] drift {cell.id}: {took}", flush=True)
     doc: dict[str, Any] = {"schema": 1, "rows": rows}
     try:
         doc["requires"] = subject_requires(matrix, cache)

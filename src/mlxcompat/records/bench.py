@@ -1,0 +1,78 @@
+"""Throughput rows, tagged by `kind`: measured · skipped · failed (and `sequential`, the
+one-at-a-time baseline a subject process measures, folded into `none`'s measured rows)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from mlxcompat.records.base import Record
+
+
+class Spread(Record):
+    """Rounds of one figure: the median with its 95% distribution-free interval, and CV."""
+
+    rounds: int = 0
+    median: float | None = None
+    ci95: list[float] = Field(default_factory=list)
+    mean: float | None = None
+    stddev: float | None = None
+    cv: float | None = None
+    robust_cv: float | None = None
+    values: list[float] = Field(default_factory=list)
+
+
+class PairedRatio(Record):
+    """Median of per-round ratios against `none` (interleaved rounds), with its interval."""
+
+    ratio: float
+    ci95: list[float]
+    pairs: int
+    significant: bool
+    text: str
+
+
+class _Bench(Record):
+    model: str
+    subject: str
+    batch: int
+    dtype: str = "float32"
+    profile: str = ""
+    backend: str = ""
+    reused: bool = False
+
+
+class MeasuredBench(_Bench):
+    kind: Literal["measured"] = "measured"
+    gating: bool = False
+    prompt_tokens: int = 0
+    gen_tokens: int = 0
+    gen_tok_s: Spread
+    prefill_tok_s: Spread
+    sequential_tok_s: float | None = None  # `none`'s one-at-a-time median, the speedup's base
+    speedup: float | None = None
+    peak_memory_mb: float | None = None
+    first_round_ratio: float | None = None
+    pinned_cpu: int | None = None
+    overhead: PairedRatio | None = None
+
+
+class SkippedBench(_Bench):
+    kind: Literal["skipped"] = "skipped"
+    reason: str
+
+
+class FailedBench(_Bench):
+    kind: Literal["failed"] = "failed"
+    what: Literal["throughput", "sequential"] = "throughput"
+    detail: str
+
+
+class SequentialBench(_Bench):
+    kind: Literal["sequential"] = "sequential"
+    tok_s: Spread
+
+
+BenchRow = Annotated[MeasuredBench | SkippedBench | FailedBench | SequentialBench,
+                     Field(discriminator="kind")]

@@ -1,0 +1,39 @@
+"""The words of the records, each with one meaning, and the one place a cell is named.
+
+- verdict: what a check found (`pass` · `fail` · `error` · `skip`);
+- observed: what the harness saw an entry point change (`applied` · `skipped` ·
+  `not-applicable` · `error`); the entry point's own report is its `claim`;
+- expected: a verdict within what matrix.yaml's expectations record (its `Outcome`);
+- mode: a parity mode only; GLM4V and cache-contract rows have a `scenario` (GLM4V also a
+  `path`), role checks a `role`, upstream-suite rows a `test`.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+SCHEMA = 3
+Verdict = Literal["pass", "fail", "error", "skip"]
+VERDICTS: tuple[Verdict, ...] = ("pass", "fail", "error", "skip")
+BAD: tuple[Verdict, ...] = ("fail", "error")
+Observed = Literal["applied", "skipped", "not-applicable", "error"]
+OBSERVED: tuple[Observed, ...] = ("applied", "skipped", "not-applicable", "error")
+
+# The subject with no patch: upstream behaviour, the reference every other subject is
+# compared with (its process also hosts the need probe).
+UPSTREAM = "none"
+# The summary row of an upstream-suite run (its other rows name one upstream test each).
+ALL_TESTS = "(all)"
+# Row keys that identify what a result is about, beside cell and subject.
+KEYS: tuple[str, ...] = ("model", "mode", "role", "scenario", "path", "test")
+
+
+def cell_name(cell: str, label: str = "") -> str:
+    """`<cell>@<label>`: a cell's results from a runner label other than the default."""
+    return f"{cell}@{label}" if label else cell
+
+
+def split_cell_name(name: str) -> tuple[str, str]:
+    """`<cell>@<label>` -> (cell, label)."""
+    cell, _, label = name.partition("@")
+    return cell, label
