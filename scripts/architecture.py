@@ -29,20 +29,23 @@ ROOT = Path(__file__).resolve().parents[1]
 # floor -> rooms. A top-level module's room is given here; a package's room is its folder.
 FLOORS: dict[int, tuple[str, ...]] = {
     0: ("records",),
-    1: ("matrix", "stats"),
+    1: ("registry",),
     2: ("patches", "models", "drivers"),
     3: ("checks",),
-    4: ("suite",),
-    5: ("runner",),
-    6: ("report",),
-    7: ("entry",),
+    4: ("matrix",),
+    5: ("suite",),
+    6: ("runner",),
+    7: ("report",),
+    8: ("entry",),
 }
 TOP_LEVEL_ROOM = {
-    "results": "records", "records": "records", "validation": "records", "names": "records",
+    # what every room reads and writes: records, error texts, the turn-taking wire protocol
+    "results": "records", "records": "records", "errors": "records", "validation": "records",
     "gate": "records", "turns": "records",
-    "registry": "matrix", "settings": "matrix", "expectations": "matrix", "matrix": "matrix",
-    "spec": "matrix", "cellrun": "matrix",
-    "bench": "stats",
+    "registry": "registry",
+    # what a run is: the matrix, its settings and expectations, run specs, bench statistics
+    "settings": "matrix", "expectations": "matrix", "matrix": "matrix", "spec": "matrix",
+    "bench": "matrix",
     "plugin": "suite", "subjects": "suite",
     "runner": "runner", "workers": "runner", "forkserver": "runner", "merge": "runner",
     "inputs": "runner", "installs": "runner", "resolve": "runner", "pypi": "runner",
@@ -155,7 +158,7 @@ def back_arrows(edges: dict[str, set[str]]) -> list[tuple[str, str]]:
 
 
 def record_keys(root: Path) -> set[str]:
-    """Every dict key of the committed cell JSONs and compat.json (the record vocabulary)."""
+    """Every dict key of a tree's committed cell JSONs and compat.json (its record vocabulary)."""
     keys: set[str] = set()
 
     def walk(value: object) -> None:
@@ -205,13 +208,15 @@ def complexity(src: Path) -> tuple[int, str]:
     return worst
 
 
-def summary(src: Path) -> dict[str, object]:
+def summary(src: Path, vocabulary: set[str] | None = None) -> dict[str, object]:
+    """The figures of one source tree; `vocabulary`: the record keys lookups are counted
+    against (default: the keys of this tree's own reports)."""
     edges = graph(src)
     rooms = sorted({room_of(m) for m in edges})
     sizes = {str(p.relative_to(src.parent)): len(p.read_text(encoding="utf-8").splitlines())
              for p in src.rglob("*.py")}
     largest = max(sizes.items(), key=lambda kv: kv[1])
-    total, on_records = string_lookups(src, record_keys(src.parents[1]))
+    total, on_records = string_lookups(src, vocabulary or record_keys(src.parents[1]))
     cc, where = complexity(src)
     return {"modules": len(edges), "lines": sum(sizes.values()), "rooms": rooms,
             "floors": len({floor_of(r) for r in rooms}), "circles": circles(edges),
@@ -221,9 +226,16 @@ def summary(src: Path) -> dict[str, object]:
 
 
 def main(argv: list[str]) -> int:
+    """`architecture.py [SRC] [--json] [--vocabulary TREE ...]`: with --vocabulary, lookups
+    are counted against the union of the record keys of those trees' reports (to compare two
+    trees whose reports differ in schema)."""
+    trees = [Path(a) for a in argv[argv.index("--vocabulary") + 1:]] if "--vocabulary" in argv \
+        else []
+    argv = argv[:argv.index("--vocabulary")] if "--vocabulary" in argv else argv
     args = [a for a in argv if not a.startswith("--")]
     src = Path(args[0]).resolve() if args else ROOT / "src" / "mlxcompat"
-    found = summary(src)
+    vocabulary = set().union(*(record_keys(t) for t in trees)) if trees else None
+    found = summary(src, vocabulary)
     if "--json" in argv:
         print(json.dumps(found, indent=1))
         return 0

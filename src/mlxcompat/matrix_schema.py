@@ -1,0 +1,146 @@
+"""matrix.yaml described for editors: the JSON Schema of the file's shape (keys, types).
+
+`mlxcompat schema` writes it beside the schemas of the cell JSON and compat.json. The meaning
+of each value (a known model, an upper version bound, a regex) is checked by `matrix.py`;
+a unit test keeps the keys of both in step, so the schema never allows a key the loader
+refuses, or misses one it reads.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import ConfigDict, Field
+
+from mlxcompat.records.base import Record
+
+Names = str | list[str]
+
+
+class _Strict(Record):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class ProfileFile(_Strict):
+    batches: list[int] = Field(default_factory=list, description="batch sizes")
+    rounds: int | None = None
+    warmup: int | None = None
+    prompt_tokens: int | None = None
+    gen_tokens: int | None = None
+    gating: bool = Field(False, description="compared with a same-machine baseline")
+    models: list[str] | None = None
+    dtypes: list[Literal["float32", "bfloat16", "float16"]] | None = None
+
+
+class BenchFile(_Strict):
+    default: str | None = Field(None, description="a profile name, or off")
+    models: list[str] | None = None
+    profiles: dict[str, ProfileFile] = Field(default_factory=dict)
+
+
+class SettingsFile(_Strict):
+    python: str | None = None
+    timeout_s: float | None = None
+    tolerance: float | None = None
+    throughput_threshold: float | None = None
+    backend: str | None = None
+    force_cpu_devices: list[str] | None = None
+    bench: BenchFile | None = None
+
+
+class BackendFile(_Strict):
+    device: Literal["cpu", "gpu"]
+    requirement: dict[Literal["linux", "darwin"], str]
+
+
+class SubjectFile(_Strict):
+    description: str = ""
+    install: list[str] = Field(default_factory=list,
+                               description="requirements, or local paths installed editable")
+    entry_points: dict[str, str] = Field(default_factory=dict,
+                                         description="role -> module:function")
+
+
+class ModelFile(_Strict):
+    factory: str = Field(description="module:function, seed -> tiny model")
+    runner: Literal["lm", "glm4v"]
+    modes: list[str] | None = None
+    description: str = ""
+
+
+class RoleFile(_Strict):
+    targets: list[str]
+    checks: list[str]
+    models: list[str] = Field(default_factory=list)
+    need: str = ""
+    forced: bool = False
+    description: str = ""
+
+
+class CellFile(_Strict):
+    id: str | None = None
+    mlx_lm: str | None = Field(None, alias="mlx-lm")
+    mlx: str | None = None
+    mlx_vlm: str | None = Field(None, alias="mlx-vlm")
+    resolve: str | None = Field(None, description="latest, or a subject name")
+    models: list[str] | None = None
+    subjects: list[str] | None = None
+    tags: list[str] = Field(default_factory=list)
+    timeout_s: float | None = None
+    bench_models: list[str] | None = None
+
+
+class RunnerFile(_Strict):
+    cells: list[str] | None = None
+    backend: str | None = None
+    subjects: list[str] | None = None
+    models: list[str] | None = None
+
+
+class MatchFile(_Strict):
+    check: Names | None = None
+    model: Names | None = None
+    mode: Names | None = None
+    role: Names | None = None
+    scenario: Names | None = None
+    path: Names | None = None
+    test: Names | None = None
+    subject: Names | None = None
+    cell: Names | None = None
+    backend: Names | None = None
+    mlx_lm: str | None = Field(None, alias="mlx-lm", description="a version specifier")
+    mlx: str | None = None
+    mlx_vlm: str | None = Field(None, alias="mlx-vlm")
+    device: Names | None = None
+
+
+class ExpectationFile(_Strict):
+    match: MatchFile
+    verdict: Literal["pass", "fail", "error", "skip"]
+    reason: str
+    link: str = ""
+    open: bool = False
+    max_delta: float | None = None
+    tokens_equal: bool | None = None
+    error: str = ""
+
+
+class DefaultsFile(_Strict):
+    subjects: list[str] | None = None
+    models: list[str] | None = None
+
+
+class MatrixFile(_Strict):
+    """What mlxcompat tests: cells, backends, subjects, models, roles, expectations."""
+
+    schema_: Literal[3] = Field(alias="schema")
+    settings: SettingsFile | None = None
+    backends: dict[str, BackendFile]
+    subjects: dict[str, SubjectFile | None]
+    models: dict[str, ModelFile] | None = None
+    roles: dict[str, RoleFile] | None = None
+    checks: list[str] | None = None
+    defaults: DefaultsFile | None = None
+    cells: list[CellFile]
+    runners: dict[str, RunnerFile] | None = None
+    expectations: list[ExpectationFile] | None = None
