@@ -26,6 +26,9 @@ sessions(matrix="matrix.yaml", raw="reports/raw")
 LEGACY = ["mlx-lm==0.29.1", "mlx[cpu]==0.29.2; sys_platform == 'linux'",
           "mlx==0.29.2; sys_platform == 'darwin'"]
 UNIT_ENVS = {"latest": [".[test,report,latest]"], "legacy": [".[test,report]", *LEGACY]}
+# vllm-mlx's real GLM4V patch beside ours (tests/unit/test_glm4v_coexistence.py), installed
+# as subjects are: --no-deps into a folder of its own, which only that test puts on sys.path.
+VLLM_MLX = "vllm-mlx==0.6.0"
 
 
 @nox.session(python="3.11")
@@ -34,9 +37,13 @@ def tests(session: nox.Session, env: str) -> None:
     """Unit tests (newest releases and an old mlx-lm), the negative controls, the packaging
     test (latest only)."""
     session.install("-e", *UNIT_ENVS[env])
+    run_env = {"HF_HUB_OFFLINE": "1"}
+    if env == "latest":
+        folder = Path(session.virtualenv.location) / "subjects" / VLLM_MLX.replace("==", "-")
+        session.install("--no-deps", "--target", str(folder), VLLM_MLX)
+        run_env |= {"MLXCOMPAT_VLLM_MLX": str(folder), "MLXCOMPAT_REQUIRE_VLLM_MLX": "1"}
     paths = ["tests/unit", "tests/integration"] if env == "latest" else ["tests/unit"]
-    session.run("pytest", "-rs", "--durations=8", *paths, *session.posargs,
-                env={"HF_HUB_OFFLINE": "1"})
+    session.run("pytest", "-rs", "--durations=8", *paths, *session.posargs, env=run_env)
 
 
 @nox.session(python="3.11")

@@ -72,6 +72,8 @@ def targets_present(before: Snapshot, role: RoleDecl) -> bool:
 def _claim(returned: Any) -> tuple[str, ...]:
     """What the entry point says it did, as the statuses that would agree with it."""
     status = getattr(returned, "status", None)
+    if status == "replaced":  # another patch sits on ours: the targets show changes, or none
+        return ("applied", "skipped")
     if isinstance(status, str):
         return (status,)
     if returned is True:

@@ -7,8 +7,10 @@ and with an old one (0.29.1, where the batch-cache part is needed too).
 from __future__ import annotations
 
 import ast
+import importlib
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -63,6 +65,53 @@ def test_a_failure_part_way_leaves_nothing_applied(monkeypatch) -> None:
     status = mamba_cache.patch_mlx_lm_for_mamba()
     assert status.status == "error" and "install failed half-way" in status.detail
     assert changed(before, snapshot(TARGETS)) == []
+
+
+def test_ensure_leaves_the_callers_random_generator_alone() -> None:
+    """A server seeds mlx, then applies the patch: its draws are what its seed gives."""
+    import mlx.core as mx
+
+    mx.random.seed(1234)
+    want = mx.random.uniform(shape=(8,)).tolist()
+    mx.random.seed(1234)
+    status = mamba_cache.ensure_mamba_support()
+    assert "padding reaches Mamba v1's state" in status.detail  # the random-model probe ran
+    assert mx.random.uniform(shape=(8,)).tolist() == want
+
+
+def _owner(key: str) -> tuple[Any, str]:
+    """`module:attr` or `module:Class.attr` (a snapshot key) as (owner, attribute name)."""
+    module, _, path = key.partition(":")
+    owner: Any = importlib.import_module(module)
+    *classes, name = path.split(".")
+    for cls in classes:
+        owner = vars(owner)[cls]
+    return owner, name
+
+
+def test_another_patch_over_ours_is_reported_and_left_in_place() -> None:
+    before = snapshot(TARGETS)
+    assert mamba_cache.ensure_mamba_support().status == "applied"
+    key = changed(before, snapshot(TARGETS))[0]
+    owner, name = _owner(key)
+
+    def other_servers_patch(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("never called here")
+
+    setattr(owner, name, other_servers_patch)
+    try:
+        status = mamba_cache.mamba_patch_status()
+        assert status is not None and status.status == "replaced", status
+        assert f"{name} now holds" in status.detail and "other_servers_patch" in status.detail
+        assert not status
+        replaced_state = snapshot(TARGETS)
+        assert mamba_cache.ensure_mamba_support() == status  # no tug of war
+        assert changed(replaced_state, snapshot(TARGETS)) == []
+        mamba_cache.unpatch()
+        assert vars(owner)[name] is other_servers_patch
+        assert changed(before, snapshot(TARGETS)) == [key]
+    finally:
+        setattr(owner, name, before[key])
 
 
 def test_batch_cache_round_trip_extract_merge() -> None:

@@ -7,6 +7,7 @@ import importlib
 from typing import Any
 
 from mlxcompat.errors import SkipCheck
+from mlxcompat.models.evaluate import evaluate_all
 
 TEXT_CONFIG: dict[str, Any] = {
     "model_type": "glm4v_moe_text",
@@ -60,7 +61,8 @@ def build_glm4v_language_model(seed: int = 0) -> Any:
 
     Upstream initialises the MoE gate at zeros, which would route every token alike and hide
     routing bugs; re-drawing every parameter (N(0, PARAM_STD), norm scales around one) makes
-    routing depend on the input.
+    routing depend on the input. Every array it holds is evaluated, the rotary embedding's
+    private `_inv_freq` included, so it serves from any thread (models/evaluate.py).
     """
     import mlx.core as mx
     from mlx.utils import tree_flatten, tree_unflatten
@@ -92,5 +94,4 @@ def build_glm4v_language_model(seed: int = 0) -> Any:
         redrawn.append((name, (centre + noise).astype(mx.float32)))
     model.update(tree_unflatten(redrawn))
     model.eval()
-    mx.eval(model.parameters())
-    return model
+    return evaluate_all(model)

@@ -6,6 +6,7 @@ import importlib
 from typing import Any
 
 from mlxcompat.errors import SkipCheck
+from mlxcompat.models.evaluate import evaluate_all
 
 _COMMON: dict[str, Any] = {
     "hidden_size": 64,
@@ -101,7 +102,8 @@ def build_lm(name: str, seed: int = 0) -> Any:
     """Construct the tiny `name` model from its config with the given seed, float32.
 
     SkipCheck only when this release has no such model file; any other import error is the
-    release's (or a patch's) problem and propagates.
+    release's (or a patch's) problem and propagates. Every array the model holds is
+    evaluated (not only its parameters), so it serves from any thread.
     """
     import mlx.core as mx
 
@@ -114,9 +116,7 @@ def build_lm(name: str, seed: int = 0) -> Any:
             raise
         raise SkipCheck(f"model {name} is not in this mlx-lm release") from exc
     mx.random.seed(seed)
-    model = module.Model(module.ModelArgs.from_dict(config))
-    mx.eval(model.parameters())
-    return model
+    return evaluate_all(module.Model(module.ModelArgs.from_dict(config)))
 
 
 def llama(seed: int = 0) -> Any:

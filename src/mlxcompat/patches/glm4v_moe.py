@@ -14,6 +14,17 @@ hands everything to the original body as explicit `position_ids` / `mask`, so si
 calls stay byte-identical. The outer `LanguageModel.__call__` computes its own text positions
 ignoring the padding; when a probe shows that, a second, equally narrow wrapper is installed.
 Each wrapper is installed only where a behavioural probe of the installed code finds it needed.
+
+Threads: the entry points, `unpatch` and the status hold one lock; the first caller applies,
+the others wait and get the same status. Status is read from the targets by identity (a
+marker would lie once another patch replaces ours). Beside another server's patch (e.g.
+vllm-mlx's, which replaces `GLM4VModel.__call__` and sets `_batch_patched`):
+- ours applied on top of it: the probe runs on what is installed; where that is still wrong
+  we wrap it (our wrapper hands it explicit positions and mask) and the status names it;
+  `unpatch()` puts the other patch's object back, its markers untouched;
+- another applied on top of ours: the status says `replaced`; a later apply changes nothing
+  (no tug of war); `unpatch()` restores only the targets that still hold ours and leaves the
+  other patch's objects and markers in place.
 """
 
 from __future__ import annotations
@@ -22,17 +33,19 @@ import functools
 import importlib
 import importlib.util
 import logging
+import threading
 from typing import Any
 
 from mlxcompat.patches import glm4v_probe
-from mlxcompat.patches.journal import Journal
-from mlxcompat.patches.status import PatchStatus
+from mlxcompat.patches.journal import Entry, Journal, describe
+from mlxcompat.patches.status import PatchStatus, replaced
 
 logger = logging.getLogger(__name__)
 
 PATCH = "glm4v"
-MARKER = "_mlxcompat_glm4v_batch_patched"
+_PATHS = {"GLM4VModel": "inner", "LanguageModel": "outer"}
 _journal = Journal()
+_lock = threading.RLock()
 _last_error: str = ""
 
 
@@ -111,13 +124,13 @@ def _outer_wrapper(original: Any) -> Any:
     return call
 
 
-def _applied_parts(language: Any) -> list[str]:
-    parts = []
-    if language.GLM4VModel.__dict__.get(MARKER):
-        parts.append("inner GLM4VModel.__call__")
-    if language.LanguageModel.__dict__.get(MARKER):
-        parts.append("outer LanguageModel.__call__")
-    return parts
+def _wrapped(entry: Entry) -> str:
+    """'inner GLM4VModel.__call__', plus what it wraps when that is not mlx-vlm's own."""
+    text = f"{_PATHS[entry.owner.__name__]} {entry.label}"
+    inner = getattr(entry.installed, "__wrapped__", None)
+    if not str(getattr(inner, "__module__", "")).startswith("mlx_vlm."):
+        text += f" over {describe(inner)}"
+    return text
 
 
 def _needed(language: Any) -> list[str]:
@@ -131,57 +144,63 @@ def _needed(language: Any) -> list[str]:
     return needed
 
 
-def _install(cls: type, wrapper: Any) -> None:
-    _journal.replace(cls, "__call__", wrapper(vars(cls).get("__call__", cls.__call__)))
-    _journal.replace(cls, MARKER, True)
-
-
 def patch_glm4v_moe_for_batching() -> bool:
     """Install the wrappers the installed mlx-vlm needs; True when batching is supported now.
 
-    False when mlx-vlm or its glm4v_moe module is missing. Calling it again is a no-op; a
-    failure part-way restores what was replaced before it propagates.
+    False when mlx-vlm or its glm4v_moe module is missing, or when another patch has since
+    replaced ours. Calling it again is a no-op; a failure part-way restores what was
+    replaced before it propagates.
     """
     language = _language_module()
     if language is None:
         logger.debug("[glm4v] mlx_vlm glm4v_moe is not importable; nothing to patch")
         return False
-    if _applied_parts(language):
+    with _lock:
+        if _journal:
+            return replaced(PATCH, _journal) is None
+        needed = _needed(language)
+        with _journal.atomic():
+            if "inner" in needed:
+                _journal.wrap(language.GLM4VModel, "__call__", _inner_wrapper)
+            if "outer" in needed:
+                _journal.wrap(language.LanguageModel, "__call__", _outer_wrapper)
         return True
-    needed = _needed(language)
-    with _journal.atomic():
-        if "inner" in needed:
-            _install(language.GLM4VModel, _inner_wrapper)
-        if "outer" in needed:
-            _install(language.LanguageModel, _outer_wrapper)
-    return True
 
 
 def unpatch() -> None:
-    """Put back every original object we replaced (by identity) and drop our markers."""
+    """Put back every original whose target still holds ours (by identity); a target that
+    another patch has replaced since keeps that patch's object, and its markers."""
     global _last_error
-    _journal.undo()
-    _last_error = ""
+    with _lock:
+        left = _journal.undo()
+        _last_error = ""
+    if left:
+        logger.info("[glm4v] unpatch left %s to the patch installed over ours", ", ".join(left))
 
 
 def glm4v_patch_status() -> PatchStatus:
     """Where GLM4V batching stands now, in DESIGN's vocabulary (applies nothing).
 
     not-applicable: mlx-vlm is not installed, or this release has no glm4v_moe;
-    applied: our wrappers are installed; skipped: the installed code already batches right;
-    error: the patch raised, or it is needed and not installed.
+    applied: our wrappers are installed; replaced: another patch sits on one of them now;
+    skipped: the installed code already batches right; error: the patch raised, or it is
+    needed and not installed.
     """
     language = _language_module()
     if language is None:
         if not _vlm_installed():
             return PatchStatus(PATCH, "not-applicable", "mlx-vlm is not installed")
         return PatchStatus(PATCH, "not-applicable", "this mlx-vlm has no glm4v_moe model")
-    if _last_error:
-        return PatchStatus(PATCH, "error", _last_error)
-    parts = _applied_parts(language)
-    if parts:
-        return PatchStatus(PATCH, "applied", "wraps " + " and ".join(parts))
-    needed = _needed(language)
+    with _lock:
+        if _last_error:
+            return PatchStatus(PATCH, "error", _last_error)
+        lost = replaced(PATCH, _journal)
+        if lost is not None:
+            return lost
+        if _journal:
+            parts = [_wrapped(entry) for entry, _ in _journal.standings()]
+            return PatchStatus(PATCH, "applied", "wraps " + " and ".join(parts))
+        needed = _needed(language)
     if not needed:
         return PatchStatus(PATCH, "skipped", "installed GLM4V code already batches correctly")
     wrong = " and ".join(needed)
@@ -191,11 +210,12 @@ def glm4v_patch_status() -> PatchStatus:
 def ensure_glm4v_support() -> PatchStatus:
     """Apply the patch where needed and return (and log) the resulting status."""
     global _last_error
-    try:
-        patch_glm4v_moe_for_batching()
-        _last_error = ""
-    except Exception as exc:
-        _last_error = f"{type(exc).__name__}: {exc}"
-    status = glm4v_patch_status()
+    with _lock:
+        try:
+            patch_glm4v_moe_for_batching()
+            _last_error = ""
+        except Exception as exc:
+            _last_error = f"{type(exc).__name__}: {exc}"
+        status = glm4v_patch_status()
     logger.info("[glm4v] %s: %s", status.status, status.detail)
     return status

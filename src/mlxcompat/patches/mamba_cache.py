@@ -13,8 +13,13 @@ parts it needs:
 - `arrays-cache`: ArraysCache.merge / extract corrected where they exist but are broken.
 
 `patch_mlx_lm_for_mamba()` forces every part whose hook exists. Both are idempotent and
-atomic (a failure part-way restores everything first); `unpatch()` restores every original
-by identity. Self-contained: stdlib, mlx and mlx_lm only, so a server can vendor it.
+atomic (a failure part-way restores everything first); `unpatch()` restores by identity
+every original whose target still holds ours. Both are safe from several threads at once:
+one lock; the first caller applies, the others wait and get the same status. The status is
+re-read from the targets: `replaced` once another patch sits on one of ours (a later call
+then changes nothing; `unpatch()` leaves that patch's objects in place). The probe leaves
+mlx's random generator where the caller had it. Self-contained: stdlib, mlx and mlx_lm
+only, so a server can vendor it.
 """
 
 from __future__ import annotations
@@ -22,14 +27,16 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import logging
+import threading
 
 from mlxcompat.patches import ssm_cache, ssm_probe, ssm_segments
 from mlxcompat.patches.journal import Journal
-from mlxcompat.patches.status import PatchStatus
+from mlxcompat.patches.status import PatchStatus, replaced
 
 logger = logging.getLogger(__name__)
 PATCH = "mamba"
 _journal = Journal()
+_lock = threading.RLock()
 _status: PatchStatus | None = None
 _batch_cls: type | None = None
 
@@ -48,21 +55,21 @@ def _install_batch_cache(journal: Journal) -> list[str]:
     for name, wrap in (("_make_cache", ssm_cache.wrap_make_cache),
                        ("_merge_caches", ssm_cache.wrap_merge_caches)):
         if hasattr(gen, name):
-            journal.replace(gen, name, wrap(getattr(gen, name), _batch_class()))
+            journal.wrap(gen, name, lambda original, wrap=wrap: wrap(original, _batch_class()))
             done.append(name)
     return done
 
 
 def _install_history_length(journal: Journal) -> list[str]:
     cache = ssm_cache.cache_module()
-    journal.replace(cache, "cache_length", ssm_cache.wrap_cache_length(cache.cache_length))
+    journal.wrap(cache, "cache_length", ssm_cache.wrap_cache_length)
     return ["cache_length"]
 
 
 def _install_arrays_cache(journal: Journal) -> list[str]:
     arrays = ssm_cache.cache_module().ArraysCache
-    journal.replace(arrays, "merge", ssm_cache.fixed_merge(vars(arrays)["merge"]))
-    journal.replace(arrays, "extract", ssm_cache.fixed_extract(vars(arrays)["extract"]))
+    journal.wrap(arrays, "merge", ssm_cache.fixed_merge)
+    journal.wrap(arrays, "extract", ssm_cache.fixed_extract)
     return ["ArraysCache.merge", "ArraysCache.extract"]
 
 
@@ -106,16 +113,22 @@ def _apply(forced: bool) -> PatchStatus:
     return PatchStatus(PATCH, "applied", "patched " + "; ".join(done))
 
 
+def _current(status: PatchStatus) -> PatchStatus:
+    """The last call's status, unless another patch has replaced one of ours since."""
+    lost = replaced(PATCH, _journal) if status.status == "applied" else None
+    return status if lost is None else lost
+
+
 def _ensure(forced: bool) -> PatchStatus:
     global _status
-    if _status is not None:
-        return _status
-    try:
-        _status = _apply(forced)
-    except Exception as exc:
-        _status = PatchStatus(PATCH, "error", f"{type(exc).__name__}: {exc}")
-    logger.info("[mlxcompat] mamba cache patch: %s (%s)", _status.status, _status.detail)
-    return _status
+    with _lock:
+        if _status is None:
+            try:
+                _status = _apply(forced)
+            except Exception as exc:
+                _status = PatchStatus(PATCH, "error", f"{type(exc).__name__}: {exc}")
+            logger.info("[mlxcompat] mamba cache patch: %s (%s)", _status.status, _status.detail)
+        return _current(_status)
 
 
 def ensure_mamba_support() -> PatchStatus:
@@ -129,15 +142,20 @@ def patch_mlx_lm_for_mamba() -> PatchStatus:
 
 
 def mamba_patch_status() -> PatchStatus | None:
-    """What the last ensure/patch call did (None before any)."""
-    return _status
+    """What the last ensure/patch call did, re-read from the targets (None before any)."""
+    with _lock:
+        return None if _status is None else _current(_status)
 
 
 def unpatch() -> None:
-    """Restore every object the patch replaced, by identity."""
+    """Restore, by identity, every original whose target still holds ours; a target that
+    another patch has replaced since keeps that patch's object."""
     global _status
-    _journal.undo()
-    _status = None
+    with _lock:
+        left = _journal.undo()
+        _status = None
+    if left:
+        logger.info("[mlxcompat] mamba unpatch left %s to the patch over ours", ", ".join(left))
 
 
 __all__ = ["ensure_mamba_support", "mamba_patch_status", "patch_mlx_lm_for_mamba", "unpatch"]

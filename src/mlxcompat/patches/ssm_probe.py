@@ -2,13 +2,17 @@
 
 The patch's own probes (the harness judges the patch with probes of its own, never these):
 small cache-level calls, and one real BatchGenerator run of a tiny random Mamba v1 model
-against the same prompt run alone. Self-contained: stdlib, mlx and mlx_lm only.
+against the same prompt run alone. The tiny model is drawn from a seed of the probe's own,
+and mlx's random generator is put back where the caller had it afterwards (a server's seed
+must survive the patch). Self-contained: stdlib, mlx and mlx_lm only.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import inspect
+from collections.abc import Iterator
 from typing import Any
 
 import mlx.core as mx
@@ -66,6 +70,25 @@ def history_dropped() -> bool:
     return length is not None and length([_ssm_single()]) == 0
 
 
+@contextlib.contextmanager
+def _own_seed(seed: int) -> Iterator[None]:
+    """Draw from `seed` inside; afterwards the generator continues from the caller's key.
+
+    mlx keeps one key (two uint32, `mx.random.state[0]`) and `mx.random.seed(s)` makes it
+    `[s >> 32, s & 0xffffffff]`, so seeding with the saved key's 64 bits restores it exactly
+    (the state cannot be assigned on mlx 0.32). Checked, not assumed: a key that does not
+    come back raises, and the patch reports an error instead of a silently reseeded process.
+    """
+    high, low = (int(x) for x in mx.random.state[0].tolist())
+    mx.random.seed(seed)
+    try:
+        yield
+    finally:
+        mx.random.seed((high << 32) | low)
+        if [int(x) for x in mx.random.state[0].tolist()] != [high, low]:
+            raise RuntimeError("could not restore mlx's random generator after the probe")
+
+
 def _responses(result: Any) -> list[Any]:
     return list(result[1]) if isinstance(result, tuple) else list(result)
 
@@ -96,8 +119,12 @@ def padding_leak() -> str:
         mamba = importlib.import_module("mlx_lm.models.mamba")
     except ModuleNotFoundError:
         return ""
+    with _own_seed(7):
+        return _leak(mamba)
+
+
+def _leak(mamba: Any) -> str:
     _, cache = _modules()
-    mx.random.seed(7)
     model = mamba.Model(mamba.ModelArgs.from_dict(TINY_MAMBA))
     mx.eval(model.parameters())
     try:
