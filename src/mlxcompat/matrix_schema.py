@@ -18,7 +18,7 @@ Names = str | list[str]
 
 
 class _Strict(Record):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid")
 
 
 class ProfileFile(_Strict):

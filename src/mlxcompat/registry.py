@@ -18,6 +18,8 @@ from typing import Any
 import yaml
 
 RUNNERS = ("lm", "glm4v")
+MODEL_KEYS = {"factory", "runner", "modes", "description"}
+ROLE_KEYS = {"targets", "checks", "models", "need", "forced", "description"}
 PARITY_MODES: tuple[str, ...] = (
     "fresh", "staggered", "leave", "history", "history-equal", "history-mixed",
     "history-single", "history-join",
@@ -87,7 +89,7 @@ def _keys(raw: Any, path: str, allowed: set[str], required: set[str]) -> dict[st
 
 
 def parse_model(name: str, raw: Any, path: str) -> ModelDecl:
-    raw = _keys(raw, path, {"factory", "runner", "modes", "description"}, {"factory", "runner"})
+    raw = _keys(raw, path, MODEL_KEYS, {"factory", "runner"})
     if raw["runner"] not in RUNNERS:
         raise RegistryError(f"{path}.runner: {raw['runner']!r}; allowed: {', '.join(RUNNERS)}")
     modes = _strings(raw.get("modes", list(PARITY_MODES)), f"{path}.modes")
@@ -100,8 +102,7 @@ def parse_model(name: str, raw: Any, path: str) -> ModelDecl:
 
 
 def parse_role(name: str, raw: Any, path: str, models: dict[str, ModelDecl]) -> RoleDecl:
-    allowed = {"targets", "checks", "models", "need", "forced", "description"}
-    raw = _keys(raw, path, allowed, {"targets", "checks"})
+    raw = _keys(raw, path, ROLE_KEYS, {"targets", "checks"})
     checks = _strings(raw["checks"], f"{path}.checks")  # names: checked by the matrix
     role_models = _strings(raw.get("models", []), f"{path}.models")
     for i, model in enumerate(role_models):

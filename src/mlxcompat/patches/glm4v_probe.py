@@ -80,13 +80,18 @@ def outer_is_right(call: Any, language_model: type) -> bool:
     if batch is None:
         return True
     seen: list[Any] = []
+
+    def inner(inputs: Any, **kw: Any) -> Any:
+        seen.append(kw.get("position_ids"))
+        return inputs
+
+    outer: Any = language_model
     model = SimpleNamespace(
         _rope_deltas=None, _position_ids=None,
         config=SimpleNamespace(vision_config=SimpleNamespace(spatial_merge_size=2),
                                image_token_id=-1, video_token_id=-2, vision_start_token_id=-3),
-        model=lambda inputs, **kw: seen.append(kw.get("position_ids")) or inputs,
-        lm_head=lambda hidden: hidden)
-    model.get_rope_index = lambda *args: language_model.get_rope_index(model, *args)
+        model=inner, lm_head=lambda hidden: hidden)
+    model.get_rope_index = lambda *args: outer.get_rope_index(model, *args)
     cache = batch([2, 0])
     try:
         call(model, mx.zeros((2, 3), dtype=mx.int32), cache=[cache])

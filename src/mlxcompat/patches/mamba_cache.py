@@ -28,6 +28,7 @@ import importlib
 import importlib.util
 import logging
 import threading
+from typing import Any
 
 from mlxcompat.patches import ssm_cache, ssm_probe, ssm_segments
 from mlxcompat.patches.journal import Journal
@@ -49,13 +50,20 @@ def _batch_class() -> type:
     return _batch_cls
 
 
+def _with_batch_class(wrap: Any) -> Any:
+    """`wrap(original, BatchMambaCache)` as the one-argument maker the journal calls."""
+    def make(original: Any) -> Any:
+        return wrap(original, _batch_class())
+    return make
+
+
 def _install_batch_cache(journal: Journal) -> list[str]:
     gen = importlib.import_module("mlx_lm.generate")
     done = []
     for name, wrap in (("_make_cache", ssm_cache.wrap_make_cache),
                        ("_merge_caches", ssm_cache.wrap_merge_caches)):
         if hasattr(gen, name):
-            journal.wrap(gen, name, lambda original, wrap=wrap: wrap(original, _batch_class()))
+            journal.wrap(gen, name, _with_batch_class(wrap))
             done.append(name)
     return done
 

@@ -32,6 +32,8 @@ def batch_cache_class() -> type:
     class BatchMambaCache(base):  # type: ignore[misc,valid-type]
         """An SSM cache with the batch operations BatchGenerator needs."""
 
+        cache: list[Any]
+
         def __init__(self, size: int = 2, left_padding: Any = None) -> None:
             arrays.__init__(self, size)
             self.left_padding = None if left_padding is None else mx.array(left_padding)
@@ -86,7 +88,7 @@ def batch_cache_class() -> type:
     return BatchMambaCache
 
 
-def _to_batch(cache: Any, left_padding: Any, batch_cls: type) -> Any:
+def _to_batch(cache: Any, left_padding: Any, batch_cls: Any) -> Any:
     arrays = cache_module().ArraysCache
     if isinstance(cache, arrays) and not isinstance(cache, batch_cls):
         return batch_cls.from_cache(cache, left_padding)
@@ -117,7 +119,7 @@ def _kv_with_rows(column: list[Any]) -> list[Any]:
     return column
 
 
-def wrap_merge_caches(original: Callable[..., list[Any]], batch_cls: type) -> Callable[..., Any]:
+def wrap_merge_caches(original: Callable[..., list[Any]], batch_cls: Any) -> Callable[..., Any]:
     arrays = cache_module().ArraysCache
 
     def _merge_caches(caches: list[list[Any]]) -> list[Any]:
@@ -170,7 +172,8 @@ def fixed_extract(original: Callable[..., Any]) -> Callable[..., Any]:
         single = original(self, idx)
         if type(single) is type(self) or not isinstance(self, arrays):
             return single
-        own = type(self).__new__(type(self))
+        cls: Any = type(self)
+        own = cls.__new__(cls)
         arrays.__init__(own, len(single.cache))
         own.cache = [None if c is None else mx.contiguous(c) for c in single.cache]
         return own

@@ -79,13 +79,14 @@ def _own_seed(seed: int) -> Iterator[None]:
     (the state cannot be assigned on mlx 0.32). Checked, not assumed: a key that does not
     come back raises, and the patch reports an error instead of a silently reseeded process.
     """
-    high, low = (int(x) for x in mx.random.state[0].tolist())
+    state: Any = mx.random.state
+    high, low = (int(x) for x in state[0].tolist())
     mx.random.seed(seed)
     try:
         yield
     finally:
         mx.random.seed((high << 32) | low)
-        if [int(x) for x in mx.random.state[0].tolist()] != [high, low]:
+        if [int(x) for x in state[0].tolist()] != [high, low]:
             raise RuntimeError("could not restore mlx's random generator after the probe")
 
 
@@ -137,7 +138,8 @@ def _leak(mamba: Any) -> str:
             return "the batch returned no token for a row"
         logits = model(mx.array([list(prompt)]), cache=cache.make_prompt_cache(model))[0, -1]
         want = logits - mx.logsumexp(logits)
-        worst = max(worst, float(mx.max(mx.abs(got - want)).item()))
+        diff: Any = mx.max(mx.abs(got - want)).item()
+        worst = max(worst, float(diff))
     if worst > TOLERANCE:
         return f"padding reaches Mamba v1's state in batched prefill (|Δ logprob| {worst:.1e})"
     return ""
