@@ -45,6 +45,7 @@ TOP_LEVEL_ROOM = {
     "registry": "registry",
     # what a run is: the matrix, its settings and expectations, run specs, bench statistics
     "settings": "matrix", "expectations": "matrix", "matrix": "matrix", "spec": "matrix",
+    "matrix_entries": "matrix", "matrix_schema": "matrix",
     "bench": "matrix",
     "plugin": "suite", "subjects": "suite",
     "runner": "runner", "workers": "runner", "forkserver": "runner", "merge": "runner",

@@ -113,15 +113,10 @@ def _has_upper_bound(versions: dict[str, SpecifierSet]) -> bool:
     return any(s.operator in _UPPER for spec in versions.values() for s in spec)
 
 
-def parse_expectation(raw: Any, i: int, registry: Registry, subjects: tuple[str, ...],
-                      cells: tuple[str, ...], backends: tuple[str, ...]) -> Expectation:
-    path = f"expectations[{i}]"
-    raw = mapping(raw, path, EXPECT_KEYS)
-    match = mapping(raw.get("match") or {}, f"{path}.match", MATCH_KEYS)
-    known: dict[str, tuple[str, ...]] = {
-        "check": tuple(CATALOG), "model": tuple(registry.models), "subject": subjects,
-        "cell": cells, "backend": backends,
-    }
+def _match_names(match: dict[str, Any], path: str, registry: Registry,
+                 known: dict[str, tuple[str, ...]]) -> dict[str, tuple[str, ...]]:
+    """The names an entry matches: checks, models, subjects, cells, backends, and the row
+    keys (mode, role, …) with the values the named checks declare."""
     found: dict[str, tuple[str, ...]] = {}
     for key in ("check", "model", "subject", "cell", "backend"):
         if key in match:
@@ -133,12 +128,13 @@ def parse_expectation(raw: Any, i: int, registry: Registry, subjects: tuple[str,
             given = match[key] if isinstance(match[key], list) else [match[key]]
             found[key] = names(given, where, allowed if allowed is not None
                                else [str(g) for g in given], key)
-    versions = {k: specifier(match[k], f"{path}.match.{k}") for k in PINNED if k in match}
-    device = match.get("device", [])
-    device = tuple(device if isinstance(device, list) else [device])
-    verdict = raw.get("verdict")
-    if verdict not in VERDICTS:
-        raise fail(f"{path}.verdict", f"{verdict!r}; allowed: {', '.join(VERDICTS)}")
+    return found
+
+
+def _why_and_where(raw: dict[str, Any], path: str,
+                   versions: dict[str, SpecifierSet]) -> tuple[str, str, bool]:
+    """(reason, link, open): every entry has a reason, and ends at a release or is open with
+    the https link that tracks it."""
     reason = " ".join(str(raw.get("reason", "")).split())
     if not reason:
         raise fail(f"{path}.reason", "every expectation needs a reason")
@@ -150,6 +146,12 @@ def parse_expectation(raw: Any, i: int, registry: Registry, subjects: tuple[str,
     if not is_open and not _has_upper_bound(versions):
         raise fail(f"{path}.match", "give a version upper bound (e.g. mlx-lm: '<0.31.2') or "
                    "say open: true with the upstream link")
+    return reason, link, is_open
+
+
+def _bounds(raw: dict[str, Any], path: str, verdict: str) -> tuple[float | None, bool | None,
+                                                                    str]:
+    """(max_delta, tokens_equal, error regex), each only with the verdict it bounds."""
     max_delta = raw.get("max_delta")
     if max_delta is not None and (not isinstance(max_delta, int | float) or max_delta <= 0):
         raise fail(f"{path}.max_delta", f"{max_delta!r}; expected a positive number")
@@ -166,9 +168,27 @@ def parse_expectation(raw: Any, i: int, registry: Registry, subjects: tuple[str,
             re.compile(error)
         except re.error as exc:
             raise fail(f"{path}.error", f"not a regex: {exc}") from None
-    return Expectation(i, found, versions, verdict, reason, link, is_open,
-                       None if max_delta is None else float(max_delta), tokens_equal, error,
-                       device)
+    return None if max_delta is None else float(max_delta), tokens_equal, error
+
+
+def parse_expectation(raw: Any, i: int, registry: Registry, subjects: tuple[str, ...],
+                      cells: tuple[str, ...], backends: tuple[str, ...]) -> Expectation:
+    path = f"expectations[{i}]"
+    raw = mapping(raw, path, EXPECT_KEYS)
+    match = mapping(raw.get("match") or {}, f"{path}.match", MATCH_KEYS)
+    known = {"check": tuple(CATALOG), "model": tuple(registry.models), "subject": subjects,
+             "cell": cells, "backend": backends}
+    found = _match_names(match, path, registry, known)
+    versions = {k: specifier(match[k], f"{path}.match.{k}") for k in PINNED if k in match}
+    device = match.get("device", [])
+    device = tuple(device if isinstance(device, list) else [device])
+    verdict = raw.get("verdict")
+    if verdict not in VERDICTS:
+        raise fail(f"{path}.verdict", f"{verdict!r}; allowed: {', '.join(VERDICTS)}")
+    reason, link, is_open = _why_and_where(raw, path, versions)
+    max_delta, tokens_equal, error = _bounds(raw, path, str(verdict))
+    return Expectation(i, found, versions, str(verdict), reason, link, is_open, max_delta,
+                       tokens_equal, error, device)
 
 
 def first_covering(expectations: tuple[Expectation, ...], result: ResultRow, cell: str,

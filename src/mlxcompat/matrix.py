@@ -14,14 +14,26 @@ from typing import Any
 import yaml
 
 from mlxcompat.checks.catalog import CATALOG, DEFAULT_CHECKS, selectable
-from mlxcompat.expectations import PINNED, Expectation, first_covering, parse_expectation
+from mlxcompat.expectations import Expectation, first_covering, parse_expectation
+from mlxcompat.matrix_entries import (
+    LATEST,
+    Backend,
+    Cell,
+    Runner,
+    SubjectSpec,
+    parse_backends,
+    parse_cell,
+    parse_runners,
+    parse_subjects,
+)
 from mlxcompat.records.cell import Environment
 from mlxcompat.records.rows import ResultRow
 from mlxcompat.registry import Registry, RegistryError, build_registry
 from mlxcompat.settings import BenchProfile, Settings, parse_settings
-from mlxcompat.validation import MatrixError, fail, mapping, names, version
+from mlxcompat.validation import MatrixError, fail, mapping, names
 
-__all__ = ["Cell", "Matrix", "MatrixError", "SubjectSpec", "load_matrix", "parse_matrix"]
+__all__ = ["LATEST", "Cell", "Matrix", "MatrixError", "SubjectSpec", "load_matrix",
+           "parse_matrix"]
 
 SCHEMA = 3
 # What changed from schema 2, for the one-line refusal of an old file.
@@ -29,75 +41,8 @@ SCHEMA_2_FIX = ("in expectations, `match.mode` of import / patch-status / idempo
                 "`role`, of glm4v `scenario` + `path` (`padded/inner` -> scenario: padded, "
                 "path: inner), of cache-contract `scenario`, of upstream-suite `test`; a bench "
                 "profile's `gate` is now `gating`; then set `schema: 3`")
-_TOP = {"schema", "settings", "backends", "subjects", "models", "roles", "checks", "defaults",
+TOP_KEYS = {"schema", "settings", "backends", "subjects", "models", "roles", "checks", "defaults",
         "cells", "runners", "expectations"}
-_PLATFORMS = ("linux", "darwin")
-_SUBJECT_KEYS = {"description", "install", "entry_points"}
-_CELL_KEYS = {"id", *PINNED, "resolve", "models", "subjects", "tags", "timeout_s", "bench_models"}
-LATEST = "latest"
-
-
-@dataclass(frozen=True)
-class SubjectSpec:
-    """Whose patches are active in a run; `install` entries are requirements or local paths."""
-
-    name: str
-    entry_points: dict[str, str] = field(default_factory=dict)
-    install: tuple[str, ...] = ()
-    description: str = ""
-
-    @property
-    def paths(self) -> tuple[str, ...]:
-        """Install entries that are local folders (installed editable, --no-deps)."""
-        return tuple(i for i in self.install if is_path(i))
-
-    @property
-    def requirements(self) -> tuple[str, ...]:
-        return tuple(i for i in self.install if not is_path(i))
-
-
-def is_path(entry: str) -> bool:
-    return entry == "." or entry.startswith(("./", "../", "/", "~"))
-
-
-@dataclass(frozen=True)
-class Cell:
-    """One environment. Pinned cells name their releases; a resolved cell (`resolve`) gets
-    them at install time: `latest` (the newest of each) or a subject as pip installs it."""
-
-    id: str
-    pins: dict[str, str]
-    models: tuple[str, ...]
-    subjects: tuple[str, ...]
-    tags: tuple[str, ...] = ()
-    timeout_s: int = 1200
-    resolve: str = ""
-    bench_models: tuple[str, ...] = ()  # narrows the profile's models in this cell
-
-    def requirements(self, mlx_template: str) -> list[str]:
-        """pip requirements of a pinned cell; `mlx_template` is the backend's mlx requirement."""
-        reqs = [f"{name}=={v}" for name, v in self.pins.items() if name != "mlx"]
-        return [*reqs, mlx_template.format(v=self.pins["mlx"])]
-
-
-@dataclass(frozen=True)
-class Backend:
-    """How mlx is installed for a backend on each platform, and the device the checks use."""
-
-    name: str
-    device: str
-    requirement: dict[str, str]
-
-
-@dataclass(frozen=True)
-class Runner:
-    """A runner label whose cell JSONs may sit in reports/raw, and the cells it must have."""
-
-    label: str
-    cells: tuple[str, ...]
-    backend: str = ""
-    subjects: tuple[str, ...] = ()  # narrows every cell's subjects on this runner
-    models: tuple[str, ...] = ()  # narrows every cell's models on this runner
 
 
 @dataclass(frozen=True)
@@ -173,100 +118,6 @@ class Matrix:
         return (self.path.parent if self.path else Path.cwd()).resolve()
 
 
-def _backends(raw: Any) -> dict[str, Backend]:
-    backends = {}
-    for name, spec in mapping(raw or {}, "backends").items():
-        spec = mapping(spec, f"backends.{name}", {"device", "requirement"})
-        if spec.get("device") not in ("cpu", "gpu"):
-            raise fail(f"backends.{name}.device", f"{spec.get('device')!r}; allowed: cpu, gpu")
-        req = mapping(spec.get("requirement") or {}, f"backends.{name}.requirement", _PLATFORMS)
-        for platform, template in req.items():
-            if "{v}" not in str(template):
-                raise fail(f"backends.{name}.requirement.{platform}", "needs the {v} placeholder")
-        if not req:
-            raise fail(f"backends.{name}.requirement", "name at least one platform")
-        backends[name] = Backend(name, spec["device"], dict(req))
-    if not backends:
-        raise fail("backends", "missing: say how mlx is installed (e.g. cpu: mlx[cpu]=={v})")
-    return backends
-
-
-def _subjects(raw: Any, registry: Registry) -> dict[str, SubjectSpec]:
-    subjects = {}
-    for name, spec in mapping(raw or {}, "subjects").items():
-        spec = mapping(spec or {}, f"subjects.{name}", _SUBJECT_KEYS)
-        eps = mapping(spec.get("entry_points") or {}, f"subjects.{name}.entry_points",
-                      registry.roles)
-        for role, ep in eps.items():
-            if not isinstance(ep, str) or ep.count(":") != 1:
-                raise fail(f"subjects.{name}.entry_points.{role}",
-                           f"{ep!r} is not of the form module:function")
-        install = spec.get("install") or []
-        if not isinstance(install, list) or not all(isinstance(i, str) for i in install):
-            raise fail(f"subjects.{name}.install", "expected a list of requirements or paths")
-        subjects[name] = SubjectSpec(name, dict(eps), tuple(install), spec.get("description", ""))
-    if not subjects:
-        raise fail("subjects", "declare at least one subject (e.g. none: {})")
-    return subjects
-
-
-def _cell(raw: Any, i: int, defaults: dict[str, Any], subjects: dict[str, SubjectSpec],
-          registry: Registry, timeout: int) -> Cell:
-    path = f"cells[{i}]"
-    raw = mapping(raw, path, _CELL_KEYS)
-    resolve = str(raw.get("resolve", ""))
-    if resolve and resolve != LATEST and resolve not in subjects:
-        raise fail(f"{path}.resolve", f"{resolve!r}; allowed: {LATEST} or a subject name")
-    if resolve and set(PINNED) & set(raw):
-        raise fail(f"{path}.resolve", "a resolved cell pins nothing; drop its pins")
-    if resolve and resolve != LATEST and not subjects[resolve].requirements:
-        raise fail(f"{path}.resolve", f"subject {resolve!r} has no requirement to resolve")
-    if not resolve:
-        for required in ("mlx-lm", "mlx"):
-            if required not in raw:
-                raise fail(f"{path}.{required}", "missing pin (every cell pins mlx-lm and mlx)")
-    pins = {k: version(raw[k], f"{path}.{k}") for k in PINNED if k in raw}
-    if resolve:
-        default_id = LATEST if resolve == LATEST else f"as-installed-{resolve}"
-    elif "mlx-vlm" in pins:
-        default_id = f"mlx-vlm-{pins['mlx-vlm']}"
-    else:
-        default_id = f"mlx-lm-{pins['mlx-lm']}"
-    tags = raw.get("tags", [])
-    if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
-        raise fail(f"{path}.tags", "expected a list of tag names")
-    return Cell(
-        id=str(raw.get("id", default_id)),
-        pins=pins,
-        models=names(raw.get("models", defaults.get("models", list(registry.models))),
-                     f"{path}.models", registry.models, "model"),
-        subjects=names(raw.get("subjects", defaults.get("subjects", list(subjects))),
-                       f"{path}.subjects", subjects, "subject"),
-        tags=tuple(tags),
-        timeout_s=int(raw.get("timeout_s", timeout)),
-        resolve=resolve,
-        bench_models=names(raw.get("bench_models", []), f"{path}.bench_models",
-                           registry.models, "model"),
-    )
-
-
-def _runners(raw: Any, cells: tuple[Cell, ...], backends: dict[str, Backend],
-             subjects: dict[str, SubjectSpec], registry: Registry) -> dict:
-    runners = {}
-    for label, spec in mapping(raw or {}, "runners").items():
-        spec = mapping(spec, f"runners.{label}", {"cells", "backend", "subjects", "models"})
-        chosen = names(spec.get("cells", [c.id for c in cells]), f"runners.{label}.cells",
-                       [c.id for c in cells], "cell")
-        backend = str(spec.get("backend", ""))
-        if backend and backend not in backends:
-            raise fail(f"runners.{label}.backend", f"{backend!r}; known: {', '.join(backends)}")
-        runners[label] = Runner(
-            label, chosen, backend,
-            names(spec.get("subjects", []), f"runners.{label}.subjects", subjects, "subject"),
-            names(spec.get("models", []), f"runners.{label}.models", registry.models, "model"))
-    return runners
-
-
 def _role_checks(registry: Registry) -> None:
     """A role may answer for the checks of the catalog only."""
     for role in registry.roles.values():
@@ -278,7 +129,7 @@ def _role_checks(registry: Registry) -> None:
 
 def parse_matrix(data: Any, path: Path | None = None) -> Matrix:
     """Validate an already-parsed matrix document."""
-    data = mapping(data, "<top>", _TOP)
+    data = mapping(data, "<top>", TOP_KEYS)
     if data.get("schema") == 2:
         raise fail("schema", f"2; this mlxcompat reads schema {SCHEMA}: {SCHEMA_2_FIX}")
     if data.get("schema") != SCHEMA:
@@ -289,23 +140,23 @@ def parse_matrix(data: Any, path: Path | None = None) -> Matrix:
         raise MatrixError(f"matrix.yaml: {exc}") from None
     _role_checks(registry)
     settings = parse_settings(data.get("settings"), registry)
-    backends = _backends(data.get("backends"))
+    backends = parse_backends(data.get("backends"))
     if settings.backend not in backends:
         raise fail("settings.backend", f"{settings.backend!r}; known: {', '.join(backends)}")
-    subjects = _subjects(data.get("subjects"), registry)
+    subjects = parse_subjects(data.get("subjects"), registry)
     checks = names(data.get("checks", list(DEFAULT_CHECKS)), "checks", selectable(), "check")
     defaults = mapping(data.get("defaults") or {}, "defaults", {"subjects", "models"})
     raw_cells = data.get("cells")
     if not isinstance(raw_cells, list) or not raw_cells:
         raise fail("cells", "expected a non-empty list of cells")
-    cells = tuple(_cell(c, i, defaults, subjects, registry, int(settings.timeout_s))
+    cells = tuple(parse_cell(c, i, defaults, subjects, registry, int(settings.timeout_s))
                   for i, c in enumerate(raw_cells))
     seen: dict[str, int] = {}
     for i, c in enumerate(cells):
         if c.id in seen:
             raise fail(f"cells[{i}].id", f"duplicate cell id {c.id!r} (also cells[{seen[c.id]}])")
         seen[c.id] = i
-    runners = _runners(data.get("runners"), cells, backends, subjects, registry)
+    runners = parse_runners(data.get("runners"), cells, backends, subjects, registry)
     expectations = tuple(
         parse_expectation(e, i, registry, tuple(subjects), tuple(c.id for c in cells),
                           tuple(backends))

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from mlxcompat import expectations, matrix, registry, settings
+from mlxcompat import expectations, matrix, matrix_entries, registry, settings
 from mlxcompat.matrix_schema import (
     CellFile,
     ExpectationFile,
@@ -39,8 +39,8 @@ def _keys(model: type) -> set[str]:
 
 
 @pytest.mark.parametrize(("model", "loader"), [
-    (MatrixFile, matrix._TOP), (SubjectFile, matrix._SUBJECT_KEYS),
-    (CellFile, matrix._CELL_KEYS), (SettingsFile, settings.KEYS),
+    (MatrixFile, matrix.TOP_KEYS), (SubjectFile, matrix_entries.SUBJECT_KEYS),
+    (CellFile, matrix_entries.CELL_KEYS), (SettingsFile, settings.KEYS),
     (ProfileFile, settings.PROFILE_KEYS), (ExpectationFile, expectations.EXPECT_KEYS),
     (MatchFile, set(expectations.MATCH_KEYS)), (ModelFile, registry.MODEL_KEYS),
     (RoleFile, registry.ROLE_KEYS)])
