@@ -236,3 +236,17 @@ def test_expectation_lists_are_any_of() -> None:
            "reason": "r"}
     assert "expectations[0].match.subject[1]: unknown subject 'nobody'" in _error(
         _with("expectations", [bad]))
+
+
+def test_reading_the_matrix_imports_no_mlx() -> None:
+    """nox and the report read matrix.yaml where no MLX is installed (the README's first
+    command installs only nox, uv, pyyaml, packaging, numpy and pydantic)."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from mlxcompat.matrix import load_matrix; load_matrix(sys.argv[1]); "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+            "('mlx', 'mlx_lm', 'mlx_vlm', 'transformers')))")
+    out = subprocess.run([sys.executable, "-c", code, str(ROOT / "matrix.yaml")],
+                         capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

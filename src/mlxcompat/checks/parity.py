@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from mlxcompat.checks.compare import compare_rows
 from mlxcompat.checks.spec import Case, CheckSpec, Context, Selection, guarded, wanted
+from mlxcompat.drivers.lm_rows import Row
 from mlxcompat.models import build_model
 from mlxcompat.records.rows import ResultRow
 from mlxcompat.registry import PARITY_MODES, Registry
@@ -19,7 +22,33 @@ def _tokens(rng: np.random.Generator, n: int) -> list[int]:
     return [int(t) for t in rng.integers(1, _VOCAB, size=n)]
 
 
-def parity_rows(mode: str, seed: int = 0) -> list:
+def _tails(rng: np.random.Generator, lengths: tuple[int, ...] = (3, 1, 4, 2)) -> list[list[int]]:
+    return [_tokens(rng, n) for n in lengths]
+
+
+def _with_history(prompts: list[list[int]], tails: list[list[int]], picked: Any) -> list[Row]:
+    """Rows `picked(i)` carry their prompt as history and a tail; the others are new."""
+    return [Row(t, 5, history=p) if picked(i) else Row(p, 5)
+            for i, (p, t) in enumerate(zip(prompts, tails, strict=True))]
+
+
+# mode -> rows from the prompts (tails are drawn after them, from the same generator)
+_MODES: dict[str, Any] = {
+    "fresh": lambda p, rng: [Row(x, 6) for x in p],
+    "staggered": lambda p, rng: [Row(x, 6, join_after=0 if i < 2 else 2)
+                                 for i, x in enumerate(p)],
+    "leave": lambda p, rng: [Row(x, m) for x, m in zip(p, (2, 7, 4, 9), strict=True)],
+    "history": lambda p, rng: _with_history(p, _tails(rng), lambda i: True),
+    "history-equal": lambda p, rng: _with_history(p, _tails(rng, (3, 3, 3, 3)), lambda i: True),
+    "history-mixed": lambda p, rng: _with_history(p, _tails(rng), lambda i: i % 2 == 0),
+    "history-single": lambda p, rng: _with_history(p, _tails(rng), lambda i: i == 2),
+    "history-join": lambda p, rng: [
+        Row(x, 7) if i < 2 else Row(t, 5, history=x, join_after=2)
+        for i, (x, t) in enumerate(zip(p, _tails(rng), strict=True))],
+}
+
+
+def parity_rows(mode: str, seed: int = 0) -> list[Row]:
     """The requests of a mode: always prompts of different lengths.
 
     fresh: all together; staggered: half join after two steps (cache extend); leave: unequal
@@ -30,33 +59,11 @@ def parity_rows(mode: str, seed: int = 0) -> list:
     bring history, half are new; history-single: one row of four brings history;
     history-join: two new rows run, then two rows with history join them (merge, then extend).
     """
-    from mlxcompat.drivers.lm_runner import Row
-
+    if mode not in _MODES:
+        raise ValueError(f"unknown parity mode {mode!r}; expected one of {MODES}")
     rng = np.random.default_rng(seed)
     prompts = [_tokens(rng, n) for n in _PROMPT_LENGTHS]
-    if mode == "fresh":
-        return [Row(p, 6) for p in prompts]
-    if mode == "staggered":
-        return [Row(p, 6, join_after=0 if i < 2 else 2) for i, p in enumerate(prompts)]
-    if mode == "leave":
-        return [Row(p, m) for p, m in zip(prompts, (2, 7, 4, 9), strict=True)]
-    if mode == "history":
-        tails = [_tokens(rng, n) for n in (3, 1, 4, 2)]
-        return [Row(t, 5, history=p) for p, t in zip(prompts, tails, strict=True)]
-    if mode == "history-equal":
-        tails = [_tokens(rng, 3) for _ in prompts]
-        return [Row(t, 5, history=p) for p, t in zip(prompts, tails, strict=True)]
-    tails = [_tokens(rng, n) for n in (3, 1, 4, 2)]
-    if mode == "history-mixed":
-        return [Row(t, 5, history=p) if i % 2 == 0 else Row(p, 5)
-                for i, (p, t) in enumerate(zip(prompts, tails, strict=True))]
-    if mode == "history-single":
-        return [Row(t, 5, history=p) if i == 2 else Row(p, 5)
-                for i, (p, t) in enumerate(zip(prompts, tails, strict=True))]
-    if mode == "history-join":
-        return [Row(p, 7) if i < 2 else Row(t, 5, history=p, join_after=2)
-                for i, (p, t) in enumerate(zip(prompts, tails, strict=True))]
-    raise ValueError(f"unknown parity mode {mode!r}; expected one of {MODES}")
+    return list(_MODES[mode](prompts, rng))
 
 
 def run_parity(case: Case, ctx: Context, seed: int = 0) -> ResultRow:

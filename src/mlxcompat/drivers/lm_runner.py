@@ -14,21 +14,9 @@ from typing import Any
 import mlx.core as mx
 import numpy as np
 
+from mlxcompat.drivers.lm_rows import Row
 from mlxcompat.drivers.modules import cache_module, generate_module, host_int
 from mlxcompat.errors import SkipCheck
-
-
-@dataclass
-class Row:
-    """One request: its prompt, how many tokens to generate, optional history, and when it joins.
-
-    `join_after` counts generation steps of the running batch before this row is inserted.
-    """
-
-    prompt: list[int]
-    max_tokens: int
-    history: list[int] | None = None
-    join_after: int = 0
 
 
 @dataclass
