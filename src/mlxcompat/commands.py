@@ -25,7 +25,7 @@ def cmd_report(args: argparse.Namespace, matrix: Matrix) -> int:
         print(f"[mlxcompat] {summary_line(doc)} | install {'ok' if install.ok else 'failed'}"
               f"{took}")
     code, line = build_report(paths, matrix, accept=args.accept, html=not args.no_html,
-                              tag=args.tag, only=only)
+                              tag=args.tag, only=only, since=args.since)
     if args.junit:
         from mlxcompat.report.ci import write_junit
 
@@ -135,6 +135,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     report.add_argument("--tag", default="", help="the run covered only this tag's cells")
     report.add_argument("--cells", default="", help="the run covered only these cells (a,b)")
     report.add_argument("--no-html", action="store_true", help="skip compat.html (no jinja2)")
+    report.add_argument("--since", type=Path, default=None,
+                        help="list changes against this compat.json (default: the one replaced)")
     report.add_argument("--junit", type=Path, default=None, help="also a JUnit XML file")
     report.add_argument("--annotations", action="store_true",
                         help="print ::error lines for GitHub Actions")

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from packaging.requirements import Requirement
+from packaging.version import Version
 
 from mlxcompat.drivers.drift_scan import (
     LM_FILES,
@@ -20,7 +21,7 @@ from mlxcompat.drivers.drift_scan import (
     scan_vlm_sources,
 )
 from mlxcompat.matrix import Matrix
-from mlxcompat.pypi import requires_dist, wheel_for
+from mlxcompat.pypi import releases, requires_dist, wheel_for
 from mlxcompat.records.files import write_json_atomic
 
 
@@ -57,6 +58,18 @@ def subject_requires(matrix: Matrix, cache: Path) -> dict[str, dict[str, str]]:
     return found
 
 
+def axis_releases(matrix: Matrix) -> dict[str, list[str]]:
+    """Every final PyPI release of mlx-lm and mlx-vlm from the oldest cell of its axis on: the
+    report says "fixed in X" only where no release lies between X and the cell before it."""
+    found = {}
+    for axis in ("mlx-lm", "mlx-vlm"):
+        pinned = [c.pins[axis] for c in matrix.cells if axis in c.pins
+                  and (axis == "mlx-vlm" or "mlx-vlm" not in c.pins)]
+        if pinned:
+            found[axis] = releases(axis, min(pinned, key=Version), "99999")
+    return found
+
+
 def scan_matrix(matrix: Matrix, cache: Path, out: Path) -> dict[str, Any]:
     """Scan every pinned cell of the matrix (a resolved cell repeats a pinned release); a
     release that cannot be read is a row with its error."""
@@ -77,5 +90,9 @@ def scan_matrix(matrix: Matrix, cache: Path, out: Path) -> dict[str, Any]:
         doc["requires"] = subject_requires(matrix, cache)
     except Exception as exc:
         doc["requires_error"] = f"{type(exc).__name__}: {exc}"
+    try:
+        doc["releases"] = axis_releases(matrix)
+    except Exception as exc:
+        doc["releases_error"] = f"{type(exc).__name__}: {exc}"
     write_json_atomic(out, doc)
     return doc

@@ -35,6 +35,27 @@ def harness_requirement() -> list[str]:
     return [url.removeprefix("file://")]
 
 
+def harness_identity() -> str:
+    """`mlxcompat 0.1.0 (git 1a2b3c4)` for a checkout (`+ local changes` when src/ differs
+    from that commit), else the installed distribution's version: recorded in every cell."""
+    import subprocess
+
+    from mlxcompat import __version__
+
+    tree = Path(__file__).resolve().parents[2]
+    name = f"mlxcompat {__version__}"
+    if not (tree / ".git").exists():
+        return name
+    try:
+        sha = subprocess.run(["git", "-C", str(tree), "rev-parse", "--short=12", "HEAD"],
+                             capture_output=True, text=True, timeout=10, check=True).stdout
+        dirty = subprocess.run(["git", "-C", str(tree), "status", "--porcelain", "--", "src"],
+                               capture_output=True, text=True, timeout=10, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return name
+    return f"{name} (git {sha.strip()}{' + local changes' if dirty.strip() else ''})"
+
+
 def install_key(plan: list[tuple[str, list[str]]], python: str) -> str:
     """What a venv's install depends on: the commands, and the metadata of editable trees."""
     from mlxcompat.inputs import digest

@@ -88,8 +88,8 @@ def merge_cell(opts: RunOptions, parts: dict[str, Part], need: NeedRecord | None
                started: float) -> tuple[CellDoc, dict[str, Any] | None]:
     """(cell document, pytest-benchmark document of every subject's rounds or None)."""
     run = opts.run
-    doc = CellDoc(cell=run.name, run_id=run.run_id, started=started, finished=time.time(),
-                  inputs=run.inputs)
+    doc = CellDoc(cell=run.name, run_id=run.run_id, harness=run.harness, started=started,
+                  finished=time.time(), inputs=run.inputs)
     bench_json: dict[str, Any] = {}
     for subject in opts.subjects:
         name = subject.name

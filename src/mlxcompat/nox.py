@@ -34,7 +34,7 @@ from mlxcompat.records.names import cell_name
 
 RUN_ID = os.environ.setdefault("MLXCOMPAT_RUN_ID", uuid.uuid4().hex[:12])
 REPORT_FLAGS = ("--accept", "--no-html", "--screenshot", "--annotations")
-REPORT_VALUES = ("--tag", "--junit", "--cells")
+REPORT_VALUES = ("--tag", "--junit", "--cells", "--since")
 
 
 def split_posargs(posargs: list[str]) -> tuple[list[str], list[str]]:

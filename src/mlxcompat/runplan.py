@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from mlxcompat.inputs import cell_inputs
+from mlxcompat.installs import harness_identity
 from mlxcompat.matrix import Cell, Matrix, MatrixError
 from mlxcompat.records.cell import InstallRecord
 from mlxcompat.spec import CellRun
@@ -98,4 +99,4 @@ def plan(matrix: Matrix, cell_id: str, args: argparse.Namespace, *, label: str =
     return CellRun(cell=cell_id, label=label, out=str(out), backend=chosen.name, run_id=run_id,
                    timeout_s=timeout, jobs=jobs, subject_dir=subject_dir, install=install,
                    inputs=inputs, reuse=bool(args.reuse), pytest_args=list(args.pytest_args),
-                   **selection)
+                   harness=harness_identity(), **selection)

@@ -57,6 +57,7 @@ class CellRun(_FileRecord):
     inputs: Inputs = Field(default_factory=Inputs)
     reuse: bool = False
     pytest_args: list[str] = Field(default_factory=list)
+    harness: str = ""  # the mlxcompat running it (installs.harness_identity)
 
     @property
     def name(self) -> str:

@@ -7,7 +7,7 @@ import pytest
 
 pytest.importorskip("mlx_lm")
 
-from mlxcompat.checks.parity import MODES, parity_rows  # noqa: E402
+from mlxcompat.checks.parity import MODES, parity_rows
 
 
 @pytest.mark.parametrize("mode", MODES)

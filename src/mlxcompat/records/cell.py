@@ -95,6 +95,7 @@ class CellDoc(Record):
     cell: str
     complete: bool = False
     run_id: str = ""
+    harness: str = ""  # the mlxcompat that ran it: version, and commit where known
     started: float | None = None
     finished: float | None = None
     reused_by: str = ""

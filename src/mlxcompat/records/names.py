@@ -19,6 +19,12 @@ BAD: tuple[Verdict, ...] = ("fail", "error")
 Observed = Literal["applied", "skipped", "not-applicable", "error"]
 OBSERVED: tuple[Observed, ...] = ("applied", "skipped", "not-applicable", "error")
 
+# Whose fault a row is (report/fault.py says how each is read off the rows) and how bad.
+Fault = Literal["upstream", "subject", "subject-worsened", "fixed-by-subject"]
+FAULTS: tuple[Fault, ...] = ("upstream", "subject", "subject-worsened", "fixed-by-subject")
+Severity = Literal["wrong-tokens", "drift", "crash", "cannot-run", "contract"]
+SEVERITIES: tuple[Severity, ...] = ("wrong-tokens", "drift", "crash", "cannot-run", "contract")
+
 # The subject with no patch: upstream behaviour, the reference every other subject is
 # compared with (its process also hosts the need probe).
 UPSTREAM = "none"

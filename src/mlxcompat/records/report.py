@@ -11,7 +11,7 @@ from pydantic import ConfigDict, Field
 from mlxcompat.records.base import Record, RecordError
 from mlxcompat.records.bench import BenchRow
 from mlxcompat.records.cell import Environment, Fingerprint, InstallRecord, SubjectCounts
-from mlxcompat.records.names import KEYS, SCHEMA
+from mlxcompat.records.names import KEYS, SCHEMA, Fault, Severity
 from mlxcompat.records.patches import PatchRow
 from mlxcompat.records.rows import About, ResultRow
 
@@ -38,6 +38,8 @@ class Placed(Record):
 
 class ReportRow(ResultRow, Placed):
     outcome: Outcome
+    fault: Fault | None = None
+    severity: Severity | None = None
 
 
 class ReportPatch(PatchRow):
@@ -59,6 +61,8 @@ class ReportCell(Record):
     install: InstallRecord = Field(default_factory=InstallRecord)
     subjects: dict[str, SubjectCounts] = Field(default_factory=dict)
     run_id: str = ""
+    harness: str = ""
+    finished: float | None = None
 
 
 class ExpectationUse(Record):
@@ -85,6 +89,8 @@ class Change(Placed):
     test: str = ""
     verdict: str = ""
     expected: bool = True
+    fault: Fault | None = None
+    severity: Severity | None = None
     detail: str = ""
     change: str
 
@@ -106,12 +112,25 @@ class ThroughputMove(Record):
 
 class Changes(Record):
     baseline: bool = False
+    same_run: bool = False  # the baseline was accepted from this very run
     regressions: list[Change] = Field(default_factory=list)
     new_passes: list[Change] = Field(default_factory=list)
     new_rows: int = 0
     throughput: list[ThroughputMove] = Field(default_factory=list)
     threshold: float = 0.2
     no_baseline: list[str] = Field(default_factory=list)
+
+
+class Since(Record):
+    """What changed since an earlier report: rows whose verdict, fault or severity moved, and
+    rows that are new or vanished. `same_run`: the earlier report is this very run (nothing
+    could have changed; said, never shown as "0 changes")."""
+
+    previous: str
+    same_run: bool = False
+    changed: list[Change] = Field(default_factory=list)
+    new: list[Change] = Field(default_factory=list)
+    vanished: list[Change] = Field(default_factory=list)
 
 
 class CompatDoc(Record):
@@ -133,8 +152,10 @@ class CompatDoc(Record):
     labels: list[str] = Field(default_factory=list)
     tag: str = "all"
     requires: dict[str, dict[str, str]] = Field(default_factory=dict)
+    releases: dict[str, list[str]] = Field(default_factory=dict)  # axis -> PyPI releases
     full_run: bool = False
     changes: Changes = Field(default_factory=Changes)
+    since: Since | None = None
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 

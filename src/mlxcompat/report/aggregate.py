@@ -25,6 +25,7 @@ from mlxcompat.records.report import (
     ReportRow,
 )
 from mlxcompat.records.rows import ResultRow
+from mlxcompat.report.fault import judge_faults
 
 REPORT_SCHEMA = 3
 
@@ -98,10 +99,12 @@ def aggregate(docs: list[CellDoc], matrix: Matrix | None) -> CompatDoc:
         report.cells.append(ReportCell(cell=doc.cell, base=base, label=label,
                                        pins=_pins(doc, matrix), env=doc.env,
                                        install=doc.install, subjects=doc.subjects,
-                                       run_id=doc.run_id))
+                                       run_id=doc.run_id, harness=doc.harness,
+                                       finished=doc.finished))
         report.results += _placed(doc, matrix)
         report.patches += [ReportPatch(**p.model_dump(), cell=doc.cell) for p in doc.patches]
         report.bench += [_bench(doc, b) for b in doc.bench]
+    judge_faults(report.results)
     report.cells.sort(key=cell_order)
     order = {c.cell: i for i, c in enumerate(report.cells)}
     report.results.sort(key=lambda r: (order[r.cell], *r.key()))

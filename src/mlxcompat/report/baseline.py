@@ -71,15 +71,21 @@ def _worse(old: ReportRow, new: ReportRow) -> str:
 def _change(row: ReportRow, change: str, cell: str | None = None) -> Change:
     return Change(cell=cell or row.cell, base=row.base, label=row.label, backend=row.backend,
                   check=row.check, subject=row.subject, verdict=row.verdict,
-                  expected=row.outcome.expected, detail=row.detail, change=change,
+                  expected=row.outcome.expected, fault=row.fault, severity=row.severity,
+                  detail=row.detail, change=change,
                   **{k: getattr(row, k) for k in KEYS})
+
+
+def run_ids(doc: CompatDoc) -> set[str]:
+    return {c.run_id for c in doc.cells if c.run_id}
 
 
 def diff(current: CompatDoc, baseline: CompatDoc | None, threshold: float) -> Changes:
     """What changed against `baseline`, for the cells present in both."""
     cells_now: dict[tuple[str, ...], str] = {cell_key(c.base, c.env.backend, c.label): c.cell
                                             for c in current.cells}
-    changes = Changes(baseline=baseline is not None, threshold=threshold)
+    changes = Changes(baseline=baseline is not None, threshold=threshold,
+                      same_run=baseline is not None and run_ids(baseline) == run_ids(current))
     old_rows = {row_key(r): r for r in (baseline.results if baseline else [])}
     old_cells = {k[:3] for k in old_rows}
     changes.no_baseline = sorted(name for key, name in cells_now.items()

@@ -20,6 +20,8 @@ from mlxcompat.records.report import Changes, CompatDoc
 from mlxcompat.report.aggregate import aggregate
 from mlxcompat.report.baseline import diff, load_baseline, regressions
 from mlxcompat.report.load import LoadedCells, load_cells
+from mlxcompat.report.since import previous_report
+from mlxcompat.report.since import since as compare_since
 
 
 @dataclass
@@ -35,10 +37,11 @@ class ReportPaths:
 
 
 def build_report(paths: ReportPaths, matrix: Matrix | None, accept: bool = False,
-                 html: bool = True, tag: str = "", only: tuple[str, ...] = ()
-                 ) -> tuple[int, str]:
+                 html: bool = True, tag: str = "", only: tuple[str, ...] = (),
+                 since: Path | None = None) -> tuple[int, str]:
     """Write the report files; returns (exit code, the closing line). `tag` / `only`: the run
-    covered just that tag's cells / these cells, so only those must be present."""
+    covered just that tag's cells / these cells, so only those must be present. `since`:
+    the earlier compat.json to list changes against (default: the one this replaces)."""
     loaded = load_cells(paths.raw, matrix, tag, only)
     baseline, problem = load_baseline(paths.baseline)
     if problem:
@@ -53,12 +56,15 @@ def build_report(paths: ReportPaths, matrix: Matrix | None, accept: bool = False
     report.problems, report.missing, report.strays = (loaded.problems, loaded.missing,
                                                       loaded.strays)
     report.labels, report.tag = loaded.labels, tag or "all"
-    report.requires = _requires(paths.out / "drift.json")
+    report.requires, report.releases = _from_drift(paths.out / "drift.json")
     report.full_run = (bool(matrix) and not tag and not only and not loaded.missing
                        and "" in loaded.labels)
     threshold = float(matrix.settings.throughput_threshold) if matrix else 0.2
     changes = diff(report, baseline, threshold)
     report.changes = changes
+    earlier, name = previous_report(since or paths.out / "compat.json")
+    if earlier is not None:
+        report.since = compare_since(report, earlier, name)
     paths.out.mkdir(parents=True, exist_ok=True)
     write_json_atomic(paths.out / "compat.json", report.to_json())
     _render(paths, report, changes, html)
@@ -67,14 +73,17 @@ def build_report(paths: ReportPaths, matrix: Matrix | None, accept: bool = False
     return verdict(report, changes, loaded, accept)
 
 
-def _requires(drift: Path) -> dict[str, dict[str, str]]:
-    """Each subject's declared mlx-lm / mlx-vlm ranges, recorded by `mlxcompat drift`."""
+def _from_drift(drift: Path) -> tuple[dict[str, dict[str, str]], dict[str, list[str]]]:
+    """Each subject's declared mlx-lm / mlx-vlm ranges and every PyPI release of each axis,
+    recorded by `mlxcompat drift` (empty when it has not run: boundaries then read as
+    ranges, never as exact)."""
     import json
 
     try:
-        return dict(json.loads(drift.read_text(encoding="utf-8")).get("requires") or {})
+        doc = json.loads(drift.read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return {}
+        return {}, {}
+    return dict(doc.get("requires") or {}), dict(doc.get("releases") or {})
 
 
 def _render(paths: ReportPaths, report: CompatDoc, changes: Changes, html: bool) -> None:

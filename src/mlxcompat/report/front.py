@@ -1,31 +1,30 @@
-"""The front page as data: "is release X safe for my subject, and why not?"
+"""The front page as data: "is release X safe for my subject, whose fault is it, what should I
+pin?" Markdown and HTML render the same data.
 
-Per runner label, a subject × release grid with one symbol per cell, a run-length summary per
-subject, the first bad and fixed-in release of every check that is not clean, and what each
-subject changes compared with `none`. Markdown and HTML render the same data.
+Per runner label: a subject × release grid of marks (report/standing.py), and per subject its
+pin recommendation and bump line (report/pins.py), its top problems with fault, severity,
+largest |Δ| and an exact or ranged boundary (report/boundaries.py), and what it changes
+compared with `none`.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from mlxcompat.records.names import BAD, UPSTREAM
 from mlxcompat.records.report import CompatDoc, ReportCell, ReportRow
 from mlxcompat.records.rows import About
+from mlxcompat.report.boundaries import Releases, edge
+from mlxcompat.report.pins import Bump, Pin, bump, recommend
+from mlxcompat.report.standing import Mark, mark
 
-SAFE, EXPECTED, BROKEN, UNSAFE, OUTSIDE, ABSENT = (
-    "safe", "expected", "broken", "unexpected", "outside", "absent")
-SYMBOL = {SAFE: "✅", EXPECTED: "⚠", BROKEN: "🚫", UNSAFE: "❌", OUTSIDE: "∅", ABSENT: "·"}
-MEANING = {SAFE: "every check passes", EXPECTED: "only documented (expected) failures",
-           BROKEN: "the subject cannot run here (documented)",
-           UNSAFE: "an unexpected outcome", OUTSIDE: "outside the subject's declared range",
-           ABSENT: "not run here"}
+FAULT_ORDER = ("subject-worsened", "subject", "upstream")
+SEVERITY_ORDER = ("wrong-tokens", "crash", "cannot-run", "contract", "drift")
 
 
 @dataclass
@@ -35,6 +34,7 @@ class Column:
     release: str
     axis: str
     version: str
+    pins: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -48,26 +48,39 @@ class Problem:
     fixed_in: str = ""
     notes: set[int] = field(default_factory=set)
     unexpected: bool = False
+    fault: str = ""
+    severity: str = ""
+    delta: float | None = None
+    label: str = ""  # instead of the checks, for a subject that cannot run at all
 
     @property
     def what(self) -> str:
         """`parity mamba fresh`, or grouped: `parity mamba (fresh, leave, staggered)`."""
+        if self.label:
+            return self.label
         first = self.about[0]
         if len(self.about) == 1:
             return first.text
         head = " ".join(p for p in (first.check, first.model) if p)
         return f"{head} ({', '.join(a.variant for a in self.about)})"
 
+    @property
+    def anchor(self) -> str:
+        return f"matrix-{self.about[0].check}" if self.about else "matrix-import"
+
 
 @dataclass
 class SubjectPage:
     subject: str
     requires: dict[str, str]
-    symbols: dict[str, str]
+    marks: dict[str, Mark]
     runs: list[tuple[str, str]]
     problems: list[Problem]
     fixes: dict[str, list[str]]
     breaks: dict[str, list[str]]
+    pins: list[Pin] = field(default_factory=list)
+    bump: Bump | None = None
+    faults: Counter = field(default_factory=Counter)  # (fault, severity) -> rows
 
 
 @dataclass
@@ -77,9 +90,9 @@ class Installed:
     subject: str
     cell: str
     pins: dict[str, str]
-    symbol: str
+    mark: Mark
     problems: list[Problem]
-    ours: str  # the symbol of this project's own subject on the same cell
+    ours: Mark  # this project's own subject on the same cell
 
 
 @dataclass
@@ -101,33 +114,15 @@ def release_of(cell: ReportCell) -> tuple[str, str, str]:
     return f"lm {pins.get('mlx-lm', '?')}", "mlx-lm", pins.get("mlx-lm", "0")
 
 
-def in_range(requires: dict[str, str], cell: ReportCell) -> bool:
-    """Does the cell's mlx-lm / mlx-vlm satisfy the subject's declared requirements?
-
-    A requirement on a package the cell does not install (mlx-vlm in an mlx-lm cell) does
-    not count against it.
-    """
-    packages = {**cell.env.packages, **cell.pins}
-    for name, spec in requires.items():
-        if name not in packages:
-            continue
-        try:
-            if Version(str(packages[name])) not in SpecifierSet(spec):
-                return False
-        except (InvalidSpecifier, InvalidVersion):
-            continue
-    return True
-
-
-def _runs(columns: list[Column], symbols: dict[str, str]) -> list[tuple[str, str]]:
-    """Run-length summary per axis: [(symbol, '0.28.1–0.30.6'), ...]; open end as '0.31.2+'."""
+def _runs(columns: list[Column], marks: dict[str, Mark]) -> list[tuple[str, str]]:
+    """Run-length summary per axis: [(code, '0.28.1–0.30.6'), ...]; open end as '0.31.2+'."""
     out: list[tuple[str, str]] = []
     for axis in ("resolved", "mlx-lm", "mlx-vlm"):
         cols = [c for c in columns if c.axis == axis]
         prefix = "vlm " if axis == "mlx-vlm" else ""
         start = 0
         for i in range(1, len(cols) + 1):
-            if i == len(cols) or symbols[cols[i].cell] != symbols[cols[start].cell]:
+            if i == len(cols) or marks[cols[i].cell].code != marks[cols[start].cell].code:
                 first, last = cols[start], cols[i - 1]
                 if axis == "resolved":
                     span = ", ".join(c.release for c in cols[start:i])
@@ -137,62 +132,113 @@ def _runs(columns: list[Column], symbols: dict[str, str]) -> list[tuple[str, str
                     span = f"{prefix}{first.version}"
                 else:
                     span = f"{prefix}{first.version}–{last.version}"
-                out.append((symbols[first.cell], span))
+                out.append((marks[first.cell].code, span))
                 start = i
     return out
 
 
+def _worst(values: list[str], order: tuple[str, ...]) -> str:
+    found = [v for v in values if v in order]
+    return min(found, key=order.index) if found else ""
+
+
+def _boundaries(problem: Problem, cells: dict[str, ReportRow], columns: list[Column],
+                releases: Releases) -> None:
+    axis_cols = [c for c in columns if c.cell in cells and c.axis != "resolved"]
+    bad = [c for c in axis_cols if c.cell in problem.releases]
+    if not bad:
+        return
+    first, last = bad[0], bad[-1]
+    i, j = axis_cols.index(first), axis_cols.index(last)
+    if i > 0 and cells[axis_cols[i - 1].cell].verdict not in BAD:
+        problem.first_bad = edge(releases, first.axis, axis_cols[i - 1].version, first.version,
+                                 "first bad")[0]
+    after = axis_cols[j + 1:]
+    if after and all(cells[c.cell].verdict == "pass" for c in after):
+        problem.fixed_in = edge(releases, last.axis, last.version, after[0].version,
+                                "fixed in")[0]
+
+
 def _problems(rows: list[ReportRow], columns: list[Column], notes: dict[int, int],
-              symbols: dict[str, str]) -> list[Problem]:
-    """Checks that are not clean on a release inside the subject's declared range (outside
-    it, the details tables still have every row)."""
+              releases: Releases) -> list[Problem]:
+    """Every check that does not pass on some release, one problem per fault and severity
+    (a subject that cannot run at all is one problem per set of releases, not one per check)."""
     by_about: dict[About, dict[str, ReportRow]] = defaultdict(dict)
     for r in rows:
-        if symbols.get(r.cell) != OUTSIDE:
-            by_about[r.about][r.cell] = r
+        by_about[r.about][r.cell] = r
     order = [c.cell for c in columns]
-    found = []
+    found, cannot_run = [], defaultdict(list)
     for about, cells in by_about.items():
-        bad = [c for c in order if c in cells and cells[c].verdict in BAD]
-        if not bad:
-            continue
-        problem = Problem((about,))
-        problem.releases = bad
-        axis_cols = [c for c in columns if c.cell in cells and c.axis != "resolved"]
-        names = [c.cell for c in axis_cols]
-        firsts = [c for c in axis_cols if c.cell in bad]
-        if firsts:
-            problem.first_bad = firsts[0].release
-            after = names[names.index(firsts[-1].cell) + 1:]
-            fixed = [cells[c].verdict == "pass" for c in after]
-            if fixed and all(fixed):
-                problem.fixed_in = next(c for c in axis_cols if c.cell == after[0]).release
-        for c in bad:
-            r = cells[c]
-            problem.unexpected |= not r.outcome.expected
-            if r.outcome.expectation is not None:
-                problem.notes.add(notes.setdefault(r.outcome.expectation, len(notes) + 1))
-        found.append(problem)
-    found = _grouped(found)
-    found.sort(key=lambda p: (not p.unexpected, -len(p.releases), p.what))
+        stories: dict[tuple[str, str], list[ReportRow]] = defaultdict(list)
+        for c in order:
+            if c in cells and cells[c].verdict in BAD:
+                stories[(cells[c].fault or "", cells[c].severity or "")].append(cells[c])
+        for (fault, severity), bad_rows in stories.items():
+            if severity == "cannot-run":
+                for r in bad_rows:
+                    cannot_run[(fault, r.cell)].append(r)
+                continue
+            deltas = [r.delta for r in bad_rows if r.delta is not None]
+            problem = Problem((about,), [r.cell for r in bad_rows],
+                              unexpected=any(not r.outcome.expected for r in bad_rows),
+                              fault=fault, severity=severity,
+                              delta=max(deltas) if deltas else None)
+            _boundaries(problem, cells, columns, releases)
+            _cite(problem, bad_rows, notes)
+            found.append(problem)
+    found = _grouped(found) + _not_run(cannot_run, order, notes)
+    found.sort(key=lambda p: (not p.unexpected, p.severity != "cannot-run",
+                              _rank(p.fault, FAULT_ORDER), _rank(p.severity, SEVERITY_ORDER),
+                              -len(p.releases), p.what))
     return found
 
 
+def _cite(problem: Problem, rows: list[ReportRow], notes: dict[int, int]) -> None:
+    for r in rows:
+        if r.outcome.expectation is not None:
+            problem.notes.add(notes.setdefault(r.outcome.expectation, len(notes) + 1))
+
+
+def _not_run(found: dict[tuple[str, str], list[ReportRow]], order: list[str],
+             notes: dict[int, int]) -> list[Problem]:
+    """`every check not run (…why…)`: one problem per fault and set of releases."""
+    by_cells: dict[tuple[str, tuple[str, ...], str], list[ReportRow]] = defaultdict(list)
+    why = {}
+    for (fault, cell), rows in found.items():
+        reason = rows[0].detail.removeprefix("not run: ")[:120]
+        why[cell] = reason
+        by_cells[(fault, (), reason)].extend(rows)
+    out = []
+    for (fault, _, reason), rows in by_cells.items():
+        cells = [c for c in order if any(r.cell == c for r in rows)]
+        problem = Problem((), cells, unexpected=any(not r.outcome.expected for r in rows),
+                          fault=fault, severity="cannot-run",
+                          label=f"every check not run ({reason})")
+        _cite(problem, rows, notes)
+        out.append(problem)
+    return out
+
+
+def _rank(value: str, order: tuple[str, ...]) -> int:
+    return order.index(value) if value in order else len(order)
+
+
 def _grouped(problems: list[Problem]) -> list[Problem]:
-    """Variants of one check and model with the same releases, history and notes become one
-    line: `parity mamba (fresh, leave, staggered)`."""
+    """Variants of one check and model with the same releases and story become one line:
+    `parity mamba (fresh, leave, staggered)`."""
     groups: dict[tuple[Any, ...], list[Problem]] = defaultdict(list)
     for p in problems:
-        head = p.about[0]
+        head = p.about[0] if p.about else About(p.label)
         key = (head.check, head.model, tuple(p.releases), p.first_bad, p.fixed_in,
-               p.unexpected, tuple(sorted(p.notes)))
+               p.unexpected, p.fault, p.severity, tuple(sorted(p.notes)))
         groups[key].append(p)
     out = []
     for members in groups.values():
         first = members[0]
-        about = tuple(a for m in members for a in m.about)
-        out.append(Problem(about, first.releases, first.first_bad, first.fixed_in,
-                           set(first.notes), first.unexpected))
+        deltas = [m.delta for m in members if m.delta is not None]
+        out.append(Problem(tuple(a for m in members for a in m.about), first.releases,
+                           first.first_bad, first.fixed_in, set(first.notes), first.unexpected,
+                           first.fault, first.severity, max(deltas) if deltas else None))
     return out
 
 
@@ -202,8 +248,6 @@ def _changes(rows: list[ReportRow], none_rows: Mapping[tuple[str, About], str]
     breaks: dict[str, list[str]] = defaultdict(list)
     for r in rows:
         base = none_rows.get((r.cell, r.about))
-        if base is None:
-            continue
         if base in BAD and r.verdict == "pass":
             fixes[r.cell].append(r.about.text)
         elif base == "pass" and r.verdict in BAD:
@@ -211,37 +255,72 @@ def _changes(rows: list[ReportRow], none_rows: Mapping[tuple[str, About], str]
     return dict(fixes), dict(breaks)
 
 
-def front_pages(report: CompatDoc, requires: dict[str, dict[str, str]]
-                ) -> tuple[list[FrontPage], dict[int, int]]:
+def _bump(page_rows: list[ReportRow], columns: list[Column], marks: dict[str, Mark],
+          installed_lm: str | None) -> Bump | None:
+    lm = [c for c in columns if c.axis == "mlx-lm" and marks[c.cell].standing != "absent"]
+    if len(lm) < 2:
+        return None
+    to = lm[-1]
+    frm = next((c for c in lm if c.version == installed_lm), None) if installed_lm else None
+    return bump(page_rows, frm or lm[-2], to, marks)
+
+
+def front_pages(report: CompatDoc, requires: dict[str, dict[str, str]],
+                releases: Releases | None = None) -> tuple[list[FrontPage], dict[int, int]]:
     """One page per runner label, and the footnote number of every expectation cited."""
     notes: dict[int, int] = {}
     pages = []
     for label in sorted({c.label for c in report.cells}):
-        cells = [c for c in report.cells if c.label == label]
-        columns = [Column(c.cell, label, *release_of(c)) for c in cells]
-        columns.sort(key=lambda c: (("resolved", "mlx-lm", "mlx-vlm").index(c.axis),
-                                    _version(c.version), c.cell))
+        cells = {c.cell: c for c in report.cells if c.label == label}
+        columns = sorted((Column(c.cell, label, *release_of(c), dict(c.pins))
+                          for c in cells.values()),
+                         key=lambda c: (("resolved", "mlx-lm", "mlx-vlm").index(c.axis),
+                                        _version(c.version), c.cell))
         rows = [r for r in report.results if r.label == label]
         none_rows = {(r.cell, r.about): r.verdict for r in rows if r.subject == UPSTREAM}
-        subjects = list(dict.fromkeys(r.subject for r in rows if r.subject))
         page = FrontPage(label, columns, [])
-        by_cell = {c.cell: c for c in cells}
-        for subject in subjects:
+        installed_lm = {c.base.removeprefix("as-installed-"): c.pins.get("mlx-lm")
+                        for c in cells.values() if c.base.startswith("as-installed-")}
+        for subject in dict.fromkeys(r.subject for r in rows if r.subject):
             mine = [r for r in rows if r.subject == subject]
-            symbols = {}
+            needs = requires.get(subject, {})
+            marks = {}
             for col in columns:
-                here = [r for r in mine if r.cell == col.cell]
-                here += [r for r in rows if r.cell == col.cell and r.check == "install"
-                         and not r.subject]
-                symbols[col.cell] = _symbol(here, requires.get(subject, {}), by_cell[col.cell])
+                here = [r for r in rows if r.cell == col.cell
+                        and (r.subject == subject or (r.check == "install" and not r.subject))]
+                marks[col.cell] = mark(here, needs, cells[col.cell])
             fixes, breaks = _changes(mine, none_rows) if subject != UPSTREAM else ({}, {})
-            page.subjects.append(SubjectPage(subject, requires.get(subject, {}), symbols,
-                                             _runs(columns, symbols),
-                                             _problems(mine, columns, notes, symbols),
-                                             fixes, breaks))
-        page.installed = _installed(page, cells)
+            page.subjects.append(SubjectPage(
+                subject, needs, marks, _runs(columns, marks),
+                _problems(mine, columns, notes, releases or {}), fixes, breaks,
+                recommend(columns, marks, _caveats(mine, columns, needs, cells)),
+                _bump(mine, columns, marks, installed_lm.get(subject)),
+                Counter((r.fault, r.severity) for r in mine if r.fault)))
+        page.installed = _installed(page, list(cells.values()))
         pages.append(page)
     return pages, notes
+
+
+def _caveats(rows: list[ReportRow], columns: list[Column], needs: dict[str, str],
+             cells: dict[str, ReportCell]) -> dict[str, list[str]]:
+    """Per pinned cell: a resolved cell (latest, as installed) with the same mlx-lm but
+    another mlx whose same checks stand worse (the pin of mlx matters too)."""
+    found: dict[str, list[str]] = defaultdict(list)
+    for res in (c for c in columns if c.axis == "resolved"):
+        for pinned in (c for c in columns if c.axis == "mlx-lm"):
+            if res.pins.get("mlx-lm") != pinned.version or res.pins.get("mlx") == \
+                    pinned.pins.get("mlx"):
+                continue
+            abouts = {r.about for r in rows if r.cell == pinned.cell}
+            there = [r for r in rows if r.cell == res.cell and r.about in abouts]
+            here = mark([r for r in rows if r.cell == pinned.cell], needs, cells[pinned.cell])
+            other = mark(there, needs, cells[res.cell])
+            if there and other.safe != here.safe:
+                found[pinned.cell].append(
+                    f"{pinned.release} with mlx {res.pins.get('mlx')} (cell {res.cell}) is "
+                    f"`{other.code.rstrip('*')}`, with mlx {pinned.pins.get('mlx')} "
+                    f"`{here.code.rstrip('*')}`")
+    return dict(found)
 
 
 def _installed(page: FrontPage, cells: list[ReportCell]) -> list[Installed]:
@@ -253,25 +332,10 @@ def _installed(page: FrontPage, cells: list[ReportCell]) -> list[Installed]:
             continue
         mine, ours = by_name[subject], by_name.get("mlxcompat")
         found.append(Installed(
-            subject, cell.cell, dict(cell.pins), mine.symbols[cell.cell],
+            subject, cell.cell, dict(cell.pins), mine.marks[cell.cell],
             [p for p in mine.problems if cell.cell in p.releases],
-            ours.symbols.get(cell.cell, ABSENT) if ours else ABSENT))
+            ours.marks.get(cell.cell, Mark("absent")) if ours else Mark("absent")))
     return found
-
-
-def _symbol(rows: list[ReportRow], requires: dict[str, str], cell: ReportCell) -> str:
-    if not rows:
-        return ABSENT
-    if any(not r.outcome.expected for r in rows):
-        return UNSAFE
-    if not in_range(requires, cell):
-        return OUTSIDE
-    checks = [r for r in rows if r.check != "install"]
-    if checks and all(r.verdict == "error" for r in checks):
-        return BROKEN
-    if any(r.verdict in BAD for r in rows):
-        return EXPECTED
-    return SAFE
 
 
 def _version(text: str) -> Version:

@@ -1,36 +1,48 @@
-"""compat.md: the front page (is release X safe for my subject, and why not), then the detail
-tables folded into <details> blocks.
+"""compat.md: the front page (what to pin, whose fault, how bad, what changed), then the
+detail tables folded into <details> blocks.
 
 Everything taken from cell JSONs is untrusted text: `cell_text` escapes what would break a
-table or inject HTML. The front page alone is what CI writes to the step summary.
+table or inject HTML. The front page alone is what CI writes to the step summary; it needs
+no emoji font (marks are words, see report/standing.py).
 """
 
 from __future__ import annotations
 
-from mlxcompat.records.names import UPSTREAM
+from collections import Counter
+
+from mlxcompat.records.names import FAULTS, SEVERITIES, UPSTREAM
 from mlxcompat.records.report import Changes, CompatDoc
-from mlxcompat.report.front import MEANING, SAFE, SYMBOL, Column, FrontPage, front_pages
+from mlxcompat.report.context import banner
+from mlxcompat.report.front import Column, FrontPage, Problem, SubjectPage, front_pages
 from mlxcompat.report.sections import detail_sections
+from mlxcompat.report.standing import CODE, MEANING, SUFFIX
 from mlxcompat.report.tables import cell_text, table
 
 LIMIT_BYTES = 1_000_000
-MAX_PROBLEMS = 8
+TOP_PROBLEMS = 3
+FAULT_WORDS = {"upstream": "upstream", "subject": "the subject's own",
+               "subject-worsened": "worsened by the subject"}
+
+
+def fault_counts(report: CompatDoc) -> Counter:
+    return Counter((r.fault, r.severity) for r in report.results if r.fault and r.severity)
 
 
 def headline(report: CompatDoc, changes: Changes) -> list[str]:
-    counts = report.counts
-    parts = [f"**{len(report.cells)} cells**", f"pass {counts.get('pass', 0)}",
-             f"expected failures {report.expected_failures} (documented upstream)",
-             f"**unexpected {report.unexpected}**", f"regressions {len(changes.regressions)}",
-             f"skip {counts.get('skip', 0)}"]
-    lines = [" · ".join(parts), ""]
-    lines += [f"> ⛔ input problem: {cell_text(p)}" for p in report.problems]
-    lines += [f"> ⛔ missing: {cell_text(m)}" for m in report.missing]
+    counts = fault_counts(report)
+    by_fault = [f"{FAULT_WORDS[f]} {sum(n for (g, _), n in counts.items() if g == f):,}"
+                for f in FAULTS if f in FAULT_WORDS]
+    fixed = sum(1 for r in report.results if r.fault == "fixed-by-subject")
+    regress = ("none possible: the baseline was accepted from this run" if changes.same_run
+               else f"{len(changes.regressions)}" if changes.baseline else "no baseline")
+    lines = [f"**{len(report.cells)} cells · {len(report.results):,} rows · unexpected "
+             f"{report.unexpected}** · regressions: {regress}",
+             "", f"Not passing, by fault: {' · '.join(by_fault)}; passing only thanks to a "
+             f"subject: {fixed:,} rows.", ""]
+    lines += [f"> input problem: {cell_text(p)}" for p in report.problems]
+    lines += [f"> missing: {cell_text(m)}" for m in report.missing]
     lines += [f"> ignored (not a matrix cell): {cell_text(s)}" for s in report.strays]
-    if changes.no_baseline:
-        lines.append(f"> {len(changes.no_baseline)} cell(s) had no comparable baseline "
-                     f"(another runner, backend or machine).")
-    return [*lines, ""]
+    return [*lines, ""] if lines[-1] else lines
 
 
 def span(columns: list[Column], cells: list[str]) -> str:
@@ -53,92 +65,95 @@ def span(columns: list[Column], cells: list[str]) -> str:
     return ", ".join(parts)
 
 
-def _installed_lines(page: FrontPage) -> list[str]:
-    """The first lines: what each subject's users get from `pip install` today."""
-    out = []
-    for i in page.installed:
-        pins = " · ".join(f"{k} {v}" for k, v in i.pins.items())
-        why = "; ".join(f"{p.what}" + "".join(f"[^{n}]" for n in sorted(p.notes))
-                        for p in i.problems[:4])
-        more = f" (+{len(i.problems) - 4} more)" if len(i.problems) > 4 else ""
-        out.append(f"- **{cell_text(i.subject)} as `pip install` gives it today** (resolved "
-                   f"for Apple silicon: {cell_text(pins)}): {SYMBOL[i.symbol]}"
-                   + (f" — {cell_text(why)}{more}" if why else "")
-                   + f". With this project's patches on the same cell: {SYMBOL[i.ours]}.")
-    return [*out, ""] if out else []
+def problem_line(page: FrontPage, p: Problem) -> str:
+    fault = FAULT_WORDS.get(p.fault, p.fault)
+    delta = f", |Δ| ≤ {p.delta:.2g}" if p.delta is not None and p.severity == "drift" else ""
+    history = "; ".join(x for x in (p.first_bad, p.fixed_in) if x)
+    mark = "NEW! " if p.unexpected else ""
+    notes = "".join(f" [note {n}](#note-{n})" for n in sorted(p.notes))
+    return (f"- {mark}{fault} · {p.severity}{delta}: **{cell_text(p.what)}** on "
+            f"{cell_text(span(page.columns, p.releases))}"
+            + (f" ({cell_text(history)})" if history else "") + f" [table](#{p.anchor}){notes}")
+
+
+def _pin_cell(s: SubjectPage) -> str:
+    parts = [(f"**{p.constraint}**" + (f" (but {'; '.join(p.caveats)})" if p.caveats else ""))
+             if p.constraint else f"{p.axis}: none ({p.why})" for p in s.pins]
+    return "; ".join(parts) or "no cells"
+
+
+def _bump_cell(s: SubjectPage) -> str:
+    b = s.bump
+    if b is None:
+        return ""
+    answer = "yes" if b.safe else "no"
+    return (f"{b.frm} → {b.to}: **{answer}** ({b.why}; {len(b.better)} better, "
+            f"{len(b.worse)} worse)")
+
+
+def _pins(page: FrontPage) -> list[str]:
+    installed = {i.subject: i for i in page.installed}
+    rows = []
+    for s in page.subjects:
+        today = installed.get(s.subject)
+        now = (f"{today.mark.code} on {' · '.join(f'{k} {v}' for k, v in today.pins.items())}"
+               f"; with mlxcompat: {today.ours.code}") if today else ""
+        rows.append([s.subject, now, _pin_cell(s), _bump_cell(s)])
+    return ["### What to pin", "", "Recommended: the releases where nothing worse than upstream "
+            "numeric drift remains (a failing patch contract, `+c`, is listed, not counted).", "",
+            *table(["subject", "as `pip install` gives it today", "recommended", "bump to the "
+                    "newest release?"], rows)]
 
 
 def _grid(page: FrontPage) -> list[str]:
-    names = [s.subject for s in page.subjects]
-    rows = [[c.release, *(SYMBOL[s.symbols[c.cell]] for s in page.subjects)]
-            for c in page.columns]
-    return table(["release", *names], rows)
+    legend = " · ".join(f"`{CODE[k]}` {v}" for k, v in MEANING.items())
+    suffixes = " · ".join(f"`{k}` {v}" for k, v in SUFFIX.items())
+    rows = [[c.release, *(s.marks[c.cell].code for s in page.subjects)] for c in page.columns]
+    return ["### Every release, every subject", "", legend + ".", "", "Suffixes: " + suffixes
+            + ".", "", *table(["release", *(s.subject for s in page.subjects)], rows)]
 
 
-def _subject_lines(page: FrontPage, notes: dict[int, int]) -> list[str]:
-    out = []
+def _subject_lines(page: FrontPage) -> list[str]:
+    out = ["### Top problems per subject", ""]
     for s in page.subjects:
-        out += [f"#### {s.subject}", ""]
-        if s.requires:
-            declared = " · ".join(f"{k}{v}" for k, v in s.requires.items())
-            out += [f"Declares {cell_text(declared)}; cells outside that range are marked ∅.",
-                    ""]
-        out += [" · ".join(f"{SYMBOL[sym]} {span_}" for sym, span_ in s.runs), ""]
-        safe = [c.cell for c in page.columns if s.symbols[c.cell] == SAFE]
-        out += [f"**Safe** (every check passes): {cell_text(span(page.columns, safe))}." if safe
-                else "**Safe**: no release here passes every check.", ""]
-        for p in s.problems[:MAX_PROBLEMS]:
-            mark = "❌" if p.unexpected else "⚠"
-            when = span(page.columns, p.releases)
-            hist = ", ".join(x for x in (f"first bad {p.first_bad}" if p.first_bad else "",
-                                         f"fixed in {p.fixed_in}" if p.fixed_in else "") if x)
-            refs = "".join(f"[^{n}]" for n in sorted(p.notes))
-            out.append(f"- {mark} **{cell_text(p.what)}** on {cell_text(when)}"
-                       + (f" ({hist})" if hist else "") + (f" {refs}" if refs else ""))
-        if len(s.problems) > MAX_PROBLEMS:
-            out.append(f"- … {len(s.problems) - MAX_PROBLEMS} more in the details below")
-        if s.subject != UPSTREAM:
-            out += ["", _compared(page, s.fixes, "fixes"), _compared(page, s.breaks, "breaks")]
+        out += [f"**{s.subject}**: {' · '.join(f'{c} {r}' for c, r in s.runs)}", ""]
+        out += [problem_line(page, p) for p in s.problems[:TOP_PROBLEMS]]
+        if len(s.problems) > TOP_PROBLEMS:
+            out.append(f"- … {len(s.problems) - TOP_PROBLEMS} more in the details below")
+        if s.subject != UPSTREAM and (s.fixes or s.breaks):
+            out.append(f"- compared with `none`: fixes {sum(map(len, s.fixes.values()))} rows, "
+                       f"breaks {sum(map(len, s.breaks.values()))}")
         out.append("")
     return out
 
 
-def _compared(page: FrontPage, changes: dict[str, list[str]], verb: str) -> str:
-    """`Compared with none, fixes: 12 checks on lm 0.28.4–0.30.2 (parity mamba2 …)`."""
-    if not changes:
-        return f"Compared with `none`, {verb}: nothing."
-    groups: dict[tuple[str, ...], list[str]] = {}
-    for cell, whats in changes.items():
-        groups.setdefault(tuple(sorted(whats)), []).append(cell)
-    parts = []
-    for listed, cells in sorted(groups.items(), key=lambda kv: -len(kv[0])):
-        shown = ", ".join(listed[:4]) + (f" +{len(listed) - 4}" if len(listed) > 4 else "")
-        parts.append(f"{len(listed)} on {span(page.columns, cells)} ({shown})")
-    return f"Compared with `none`, {verb}: " + "; ".join(cell_text(p) for p in parts) + "."
+def _since(report: CompatDoc) -> list[str]:
+    found = report.since
+    if found is None:
+        return []
+    if found.same_run:
+        return [f"Changes since {cell_text(found.previous)}: none possible (the same run).", ""]
+    shown = [f"{c.cell} {c.about.text} {c.subject}: {c.change}" for c in found.changed[:5]]
+    return [f"Changes since {cell_text(found.previous)}: {len(found.changed)} rows changed "
+            f"verdict, fault or severity, {len(found.new)} new, {len(found.vanished)} "
+            "vanished (all in the details).", "",
+            *(f"- {cell_text(s)}" for s in shown), *([""] if shown else [])]
 
 
-def _footnotes(report: CompatDoc, notes: dict[int, int]) -> list[str]:
-    by_index = {e.index: e for e in report.expectations}
-    out = []
-    for index, n in sorted(notes.items(), key=lambda kv: kv[1]):
-        e = by_index.get(index)
-        if e is None:
-            continue
-        link = f" {e.link}" if e.link else ""
-        out.append(f"[^{n}]: {cell_text(e.reason)}{link}")
-    return [*out, ""] if out else []
-
-
-def render_front_page(report: CompatDoc, changes: Changes, link: str = "") -> str:
-    pages, notes = front_pages(report, report.requires)
-    lines = ["# mlxcompat compatibility report", "", *headline(report, changes)]
-    legend = " · ".join(f"{SYMBOL[k]} {v}" for k, v in MEANING.items())
+def render_front_page(report: CompatDoc, changes: Changes, link: str = "",
+                      pages: list[FrontPage] | None = None) -> str:
+    pages = pages if pages is not None else front_pages(report, report.requires,
+                                                        report.releases)[0]
+    lines = ["# mlxcompat compatibility report", "", *(f"> {cell_text(b)}" for b in
+                                                     banner(report)), "",
+             *headline(report, changes), *_since(report)]
     for page in pages:
-        where = f" on {page.label}" if page.label else ""
-        lines += [f"## Is it safe to batch with this release{where}?", "",
-                  *_installed_lines(page), legend, "", *_grid(page),
-                  f"### Per subject{where}", "", *_subject_lines(page, notes)]
-    lines += _footnotes(report, notes)
+        if not page.label:
+            lines += ["## Is it safe to batch?", "", *_pins(page), *_grid(page),
+                      *_subject_lines(page)]
+            continue
+        lines += [f"<details><summary>Runner {cell_text(page.label)}: what to pin, every "
+                  f"release</summary>", "", *_pins(page), *_grid(page), "</details>", ""]
     if link:
         lines += [f"Full report (every table, throughput, API drift): {link}", ""]
     return "\n".join(lines) + "\n"
@@ -146,9 +161,13 @@ def render_front_page(report: CompatDoc, changes: Changes, link: str = "") -> st
 
 def render_markdown(report: CompatDoc, changes: Changes, extra: list[str] | None = None) -> str:
     """The whole compat.md; `extra` holds further sections (e.g. the API-drift table)."""
-    text = render_front_page(report, changes) + "\n".join(
-        ["## Details", "", *detail_sections(report, changes, extra or [])]) + "\n"
+    pages, notes = front_pages(report, report.requires, report.releases)
+    text = render_front_page(report, changes, pages=pages) + "\n".join(
+        ["## Details", "", *detail_sections(report, changes, extra or [], notes)]) + "\n"
     if len(text.encode()) > LIMIT_BYTES:
         cut = text.encode()[: LIMIT_BYTES - 200].decode(errors="ignore")
         text = cut + "\n\n… truncated at 1 MB; see compat.json.\n"
     return text
+
+
+__all__ = ["SEVERITIES", "fault_counts", "render_front_page", "render_markdown", "span"]

@@ -7,9 +7,9 @@ import io
 from collections import defaultdict
 from typing import Any
 
-from mlxcompat.records.names import UPSTREAM
+from mlxcompat.records.names import UPSTREAM, VERDICTS
 from mlxcompat.records.report import CompatDoc
-from mlxcompat.report.tables import GLYPH, column_label
+from mlxcompat.report.tables import column_label
 from mlxcompat.report.throughput import BenchLine, bench_rows, by_backend
 
 COLORS = {"pass": "#2e7d32", "fail": "#c62828", "error": "#6a1b9a", "skip": "#9e9e9e"}
@@ -42,7 +42,7 @@ def verdicts_per_release(report: CompatDoc) -> str:
     fig, ax = _figure()
     labels = [column_label(c) for c in report.cells]
     bottom = [0] * len(labels)
-    for verdict in GLYPH:
+    for verdict in VERDICTS:
         counts = [sum(1 for r in report.results if r.cell == c.cell and r.verdict == verdict)
                   for c in report.cells]
         ax.bar(labels, counts, bottom=bottom, label=verdict, color=COLORS[verdict])

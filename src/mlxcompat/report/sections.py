@@ -5,8 +5,8 @@ from __future__ import annotations
 from mlxcompat.records.report import Changes, CompatDoc
 from mlxcompat.report.tables import (
     ENV_KEYS,
-    GLYPH,
-    STATUS_GLYPH,
+    MARK,
+    STATUS_MARK,
     Table,
     env_rows,
     patch_table,
@@ -55,18 +55,19 @@ def _changes(changes: Changes) -> list[str]:
 
 
 def _verdict_table(table: Table) -> list[str]:
-    rows = [[*key, *(e.text if e else "" for e in entries)] for key, entries in table.rows]
-    return _fold(f"{table.title} ({len(table.rows)} rows)",
-                 _table([*table.keys, *table.columns], rows))
+    rows = [[*key, *(e.mark if e else "" for e in entries)] for key, entries in table.rows]
+    return [f'<a id="matrix-{table.title}"></a>', "",
+            *_fold(f"{table.title} ({len(table.rows)} rows)",
+                   _table([*table.keys, *table.columns], rows))]
 
 
 def _patches(report: CompatDoc) -> list[str]:
     table = patch_table(report)
     if not table.rows:
         return []
-    rows = [[*key, *((STATUS_GLYPH.get(s.split(" ")[0], "") + ("!" if " " in s else ""))
+    rows = [[*key, *((STATUS_MARK.get(s.split(" ")[0], "") + ("!" if " " in s else ""))
                      if s else "" for s in entries)] for key, entries in table.rows]
-    legend = " · ".join(f"{g} {s}" for s, g in STATUS_GLYPH.items())
+    legend = " · ".join(f"`{g}` {s}" for s, g in STATUS_MARK.items())
     return _fold("Patch status (observed; ! = the entry point's own report disagrees)",
                  [legend, "", *_table([*table.keys, *table.columns], rows)])
 
@@ -113,11 +114,12 @@ def _environment(report: CompatDoc) -> list[str]:
                                         "install s"], rows))
 
 
-def detail_sections(report: CompatDoc, changes: Changes, extra: list[str]) -> list[str]:
-    notes: dict[int, int] = {}
+def detail_sections(report: CompatDoc, changes: Changes, extra: list[str],
+                    notes: dict[int, int]) -> list[str]:
+    """Every detail block; `notes` numbers expectations (the front page's numbers first)."""
     tables = verdict_tables(report, notes)
-    legend = (" · ".join(f"{g} {v}" for v, g in GLYPH.items())
-              + " · `!` unexpected · `[n]` the expectation that covers it (list below)")
+    legend = (" · ".join(f"`{g}` {v}" for v, g in MARK.items())
+              + " · `!` unexpected · `[n]` the note of the expectation that covers it")
     out = [*_unexpected(report), "### Changes since the baseline", "", *_changes(changes),
            "### Verdicts", "", legend, ""]
     for table in tables:
@@ -126,8 +128,9 @@ def detail_sections(report: CompatDoc, changes: Changes, extra: list[str]) -> li
     numbered = {n: i for i, n in notes.items()}
     by_index = {e.index: e for e in report.expectations}
     if numbered:
-        refs = [f"{n}. #{i} {by_index[i].reason[:200]}" for n, i in sorted(numbered.items())
-                if i in by_index]
-        out += _fold("Notes of the verdict tables", [*refs, ""])
+        refs = [f'<a id="note-{n}"></a>**[{n}]** (expectation #{i}) {by_index[i].reason}'
+                + (f" {by_index[i].link}" if by_index[i].link else "") + "\n"
+                for n, i in sorted(numbered.items()) if i in by_index]
+        out += ["### Notes", "", *refs, ""]
     out += [*(extra or []), *_environment(report)]
     return out

@@ -11,11 +11,9 @@ from mlxcompat.records.names import BAD
 from mlxcompat.records.report import CompatDoc, ReportCell, ReportRow
 from mlxcompat.report.front import release_of
 
-GLYPH = {"pass": "✅", "fail": "❌", "error": "💥", "skip": "➖"}
-# Plain-text marks for HTML, coloured by CSS: they render without an emoji font.
-MARK = {"pass": "✓", "fail": "✗", "error": "E", "skip": "–"}
-STATUS_GLYPH = {"applied": "🩹", "skipped": "⏭", "not-applicable": "∅", "unavailable": "➖",
-                "error": "💥"}
+# Plain ASCII marks (colour is the second channel in HTML): no emoji font needed.
+MARK = {"pass": "ok", "fail": "F", "error": "E", "skip": "-"}
+STATUS_MARK = {"applied": "A", "skipped": "S", "not-applicable": "n/a", "error": "E"}
 @dataclass
 class Entry:
     verdict: str
@@ -27,10 +25,6 @@ class Entry:
     def suffix(self) -> str:
         mark = "!" if self.outcome == "unexpected" else ""
         return mark + (f"[{self.note}]" if self.note else "")
-
-    @property
-    def text(self) -> str:
-        return f"{GLYPH.get(self.verdict, '?')}{self.suffix}"
 
     @property
     def mark(self) -> str:
