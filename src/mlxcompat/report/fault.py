@@ -18,7 +18,7 @@ patch status, idempotence, an upstream test whose outcome changed).
 
 from __future__ import annotations
 
-from mlxcompat.records.names import BAD, UPSTREAM
+from mlxcompat.records.names import BAD, UPSTREAM, Fault, Severity
 from mlxcompat.records.report import ReportRow
 from mlxcompat.records.rows import About
 
@@ -27,7 +27,7 @@ NOT_RUN = "not run:"
 OWN_CODE = "raised in the subject's own code"
 
 
-def severity(row: ReportRow) -> str | None:
+def severity(row: ReportRow) -> Severity | None:
     if row.verdict not in BAD:
         return None
     if row.verdict == "error":
@@ -39,7 +39,7 @@ def severity(row: ReportRow) -> str | None:
     return "wrong-tokens" if non_finite or not row.tokens_equal else "drift"
 
 
-def fault(row: ReportRow, upstream: ReportRow | None) -> str | None:
+def fault(row: ReportRow, upstream: ReportRow | None) -> Fault | None:
     """The fault of `row` given upstream's row of the same cell and check (None: no fault,
     the row passes and upstream's does too)."""
     bad = row.verdict in BAD
