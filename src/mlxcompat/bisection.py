@@ -1,10 +1,13 @@
-"""`mlxcompat bisect`: the first mlx-lm release whose verdict differs from the lower bound's.
+"""`mlxcompat bisect`: the first mlx-lm (or mlx-vlm) release whose verdict differs from the
+lower bound's.
 
 Candidates are all PyPI releases in the range (yanked and pre-releases skipped), not just the
 matrix cells. Each visited release becomes a cell of a generated matrix file pinned to the mlx
-floor its wheel declares, built and run through the project's noxfile, so venvs of the main
-matrix (same cell id, same pins) are reused. It fails loudly: unknown names, a nox run that
-fails or writes nothing, and a bound where the model does not exist are errors that say why.
+floor its wheel declares (on the mlx-vlm axis: beside the mlx-lm of the matrix's nearest
+mlx-vlm cell, with the higher of both mlx floors), built and run through the project's
+noxfile, so venvs of the main matrix (same cell id, same pins) are reused. It fails loudly:
+unknown names, a nox run that fails or writes nothing, and a bound where the model does not
+exist are errors that say why.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from packaging.version import Version
 
 from mlxcompat.checks.catalog import CATALOG, bisectable
 from mlxcompat.matrix import SCHEMA, Matrix, MatrixError
@@ -60,8 +64,13 @@ def validate(matrix: Matrix, check: str, model: str, where: dict[str, str],
         raise MatrixError(f"unknown subject {subject!r}; valid: {', '.join(matrix.subjects)}")
 
 
-def model_file(model: str) -> str | None:
-    """The mlx-lm model file a built-in model needs (None for a project's own model)."""
+VLM_MODEL_FILES = {"glm4v_moe": "mlx_vlm/models/glm4v_moe/language.py"}
+
+
+def model_file(model: str, axis: str = "mlx-lm") -> str | None:
+    """The file a built-in model needs in the axis's wheel (None for a project's own model)."""
+    if axis == "mlx-vlm":
+        return VLM_MODEL_FILES.get(model)
     from mlxcompat.models.lm import LM_CONFIGS
 
     config = LM_CONFIGS.get(model)
@@ -82,14 +91,35 @@ class Bisect:
     subject: str
     work: Path
     noxfile: Path
+    axis: str = "mlx-lm"
     seen: dict[str, tuple[str, str]] = field(default_factory=dict)
 
     def cell_id(self, version: str) -> str:
-        return f"mlx-lm-{version}"
+        return f"{self.axis}-{version}"
+
+    def _cell(self, version: str, wheels: Path) -> dict[str, Any]:
+        if self.axis == "mlx-lm":
+            return {"mlx-lm": version, "mlx": mlx_floor(wheel_for("mlx-lm", version, wheels)),
+                    "models": [self.model], "subjects": [self.subject]}
+        lm = self.beside(version)
+        floor = max((mlx_floor(wheel_for(p, v, wheels)) for p, v in (("mlx-lm", lm),
+                                                                     ("mlx-vlm", version))),
+                    key=Version)
+        return {"mlx-vlm": version, "mlx-lm": lm, "mlx": floor,
+                "models": [self.model], "subjects": [self.subject]}
+
+    def beside(self, version: str) -> str:
+        """The mlx-lm an mlx-vlm release runs beside: that of the matrix's nearest mlx-vlm
+        cell at or above it (else the newest)."""
+        cells = sorted((c for c in self.matrix.cells if "mlx-vlm" in c.pins),
+                       key=lambda c: Version(c.pins["mlx-vlm"]))
+        if not cells:
+            raise BisectError("the matrix has no mlx-vlm cell to take an mlx-lm pin from")
+        above = [c for c in cells if Version(c.pins["mlx-vlm"]) >= Version(version)]
+        return (above[0] if above else cells[-1]).pins["mlx-lm"]
 
     def write_matrix(self, versions: list[str], wheels: Path) -> Path:
-        cells = [{"mlx-lm": v, "mlx": mlx_floor(wheel_for("mlx-lm", v, wheels)),
-                  "models": [self.model], "subjects": [self.subject]} for v in versions]
+        cells = [self._cell(v, wheels) for v in versions]
         spec = self.matrix.subjects[self.subject]
         builtin = builtin_document()
         own_models = {n: {k: v for k, v in asdict(m).items() if k != "name"}
@@ -128,7 +158,8 @@ class Bisect:
         if code != 0 and found[0] in UNDECIDABLE:
             found = ("no-result", f"nox exited {code}: {tail}")
         self.seen[version] = found
-        print(f"[bisect] mlx-lm {version}: {found[0]}  ({time.perf_counter() - start:.1f}s)"
+        print(f"[bisect] {self.axis} {version}: {found[0]}  "
+              f"({time.perf_counter() - start:.1f}s)"
               + (f"  {found[1][:120]}" if found[1] else ""), flush=True)
         return found
 
@@ -177,21 +208,21 @@ def _run(cmd: list[str], cwd: Path, env: dict[str, str], log: Path) -> tuple[int
 
 def _narrow(b: Bisect, versions: list[str], wheels: Path) -> list[str]:
     """Drop releases where the model does not exist yet; say so."""
-    name = model_file(b.model)
+    name = model_file(b.model, b.axis)
     if name is None:
         return versions
-    present = [v for v in versions if has_file(wheel_for("mlx-lm", v, wheels), name)]
+    present = [v for v in versions if has_file(wheel_for(b.axis, v, wheels), name)]
     if not present:
         raise BisectError(f"{b.model} exists in none of {versions[0]}–{versions[-1]}")
     if present[0] != versions[0]:
-        print(f"[bisect] {b.model} first exists in mlx-lm {present[0]}; searching from there",
+        print(f"[bisect] {b.model} first exists in {b.axis} {present[0]}; searching from there",
               flush=True)
     return present
 
 
 def _decided(b: Bisect, version: str, found: tuple[str, str]) -> str:
     if found[0] in UNDECIDABLE:
-        raise BisectError(f"mlx-lm {version} gives no verdict to compare ({found[0]}: "
+        raise BisectError(f"{b.axis} {version} gives no verdict to compare ({found[0]}: "
                           f"{found[1][:200]}); see {b.work}/nox-{version}.log")
     return found[0]
 
@@ -199,7 +230,7 @@ def _decided(b: Bisect, version: str, found: tuple[str, str]) -> str:
 def run_bisect(b: Bisect, low: str, high: str, wheels: Path) -> dict[str, Any]:
     """Binary search for the first release whose verdict differs from `low`'s."""
     start = time.perf_counter()
-    versions = releases("mlx-lm", low, high)
+    versions = releases(b.axis, low, high)
     if len(versions) < 2:
         raise BisectError(f"fewer than two releases between {low} and {high}")
     versions = _narrow(b, versions, wheels)
@@ -219,7 +250,7 @@ def run_bisect(b: Bisect, low: str, high: str, wheels: Path) -> dict[str, Any]:
             else:
                 hi = mid
         boundary = versions[hi]
-    return {"check": b.check, "model": b.model, **b.where, "subject": b.subject,
+    return {"axis": b.axis, "check": b.check, "model": b.model, **b.where, "subject": b.subject,
             "range": [versions[0], versions[-1]], "candidates": versions,
             "boundary": boundary, "last_same": versions[lo] if boundary else None,
             "visited": {v: {"finding": s, "detail": d} for v, (s, d) in b.seen.items()},

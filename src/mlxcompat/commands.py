@@ -59,7 +59,8 @@ def cmd_drift(args: argparse.Namespace, matrix: Matrix) -> int:
 
 
 def cmd_bisect(args: argparse.Namespace, matrix: Matrix) -> int:
-    """Binary search over mlx-lm releases for the first one whose verdict changes."""
+    """Binary search over mlx-lm (or mlx-vlm) releases for the first one whose verdict
+    changes."""
     from mlxcompat.bisection import Bisect, BisectError, run_bisect, validate
     from mlxcompat.records.files import write_json_atomic
 
@@ -69,7 +70,7 @@ def cmd_bisect(args: argparse.Namespace, matrix: Matrix) -> int:
     named = "-".join(where.values()) or "all"
     work = args.work or Path(".nox") / f"bisect-{args.check}-{args.model}-{named}"
     b = Bisect(matrix, args.check, args.model, where, args.subject, work.resolve(),
-               args.noxfile.resolve())
+               args.noxfile.resolve(), args.axis)
     try:
         result = run_bisect(b, args.between[0], args.between[1], args.wheels)
     except BisectError as exc:
@@ -96,7 +97,7 @@ def cmd_releases(args: argparse.Namespace, matrix: Matrix) -> int:
     """Releases on PyPI newer than the matrix's newest cells; --write appends cells."""
     from mlxcompat.releases import check_releases
 
-    return check_releases(matrix, args.matrix, write=args.write)
+    return check_releases(matrix, args.matrix, write=args.write, report=args.report)
 
 
 def cmd_cells(args: argparse.Namespace, matrix: Matrix) -> int:
@@ -147,7 +148,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     drift.add_argument("--cache", type=Path, default=Path(".nox/wheels"), help="wheel cache")
     drift.add_argument("--out", type=Path, default=Path("reports/drift.json"))
     drift.set_defaults(func=cmd_drift)
-    bisect = sub.add_parser("bisect", help="first mlx-lm release where a verdict changes")
+    bisect = sub.add_parser("bisect", help="first mlx-lm / mlx-vlm release where a verdict changes")
     bisect.add_argument("--check", required=True)
     bisect.add_argument("--model", required=True)
     bisect.add_argument("--mode", default="", help="parity mode (e.g. history)")
@@ -156,12 +157,16 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     bisect.add_argument("--path", default="", help="GLM4V path (inner, outer)")
     bisect.add_argument("--subject", default="none")
     bisect.add_argument("--between", nargs=2, required=True, metavar=("LOW", "HIGH"))
+    bisect.add_argument("--axis", choices=("mlx-lm", "mlx-vlm"), default="mlx-lm",
+                        help="which package's releases to walk (default mlx-lm)")
     bisect.add_argument("--work", type=Path, default=None, help="scratch folder")
     bisect.add_argument("--wheels", type=Path, default=Path(".nox/wheels"))
     bisect.add_argument("--noxfile", type=Path, default=Path("noxfile.py"))
     bisect.set_defaults(func=cmd_bisect)
     releases = sub.add_parser("releases", help="new upstream releases the matrix lacks")
     releases.add_argument("--write", action="store_true", help="append cells for them")
+    releases.add_argument("--report", type=Path, default=Path("reports/compat.json"),
+                          help="also name releases between cells where a verdict flips")
     releases.set_defaults(func=cmd_releases)
     cells = sub.add_parser("cells", help="cells=[...] of a tag, for a CI job matrix")
     cells.add_argument("--tag", default="all")

@@ -125,12 +125,34 @@ def write_missing(path: Path, missing: list[Missing]) -> list[str]:
     return left
 
 
+def report_gaps(report: Path) -> int:
+    """Name the releases between neighbouring cells where a verdict flips (1 if any)."""
+    from mlxcompat.gaps import find_gaps
+    from mlxcompat.records.base import RecordError
+    from mlxcompat.records.report import read_compat
+
+    try:
+        gaps = find_gaps(read_compat(report))
+    except RecordError as exc:
+        print(f"[mlxcompat] releases: {exc}; no boundaries checked")
+        return 1
+    for gap in gaps:
+        print(f"[mlxcompat] releases: {gap.axis} {gap.low} -> {gap.high}: "
+              f"{len(gap.flips)} verdict(s) flip and PyPI has {', '.join(gap.unmeasured)} "
+              f"between: add a cell or `{gap.bisect_hint()}`"
+              + (f" (the cells also differ in {'; '.join(gap.others)})" if gap.others else ""))
+        for flip in gap.flips[:5]:
+            print(f"[mlxcompat] releases:   {flip}")
+    return 1 if gaps else 0
+
+
 def check_releases(matrix: Matrix, path: Path, write: bool = False,
-                   wheels: Path = Path(".nox/wheels")) -> int:
+                   wheels: Path = Path(".nox/wheels"), report: Path | None = None) -> int:
+    gaps = report_gaps(report) if report is not None and report.exists() else 0
     missing = find_missing(matrix, wheels)
     if not missing:
         print("[mlxcompat] releases: the matrix covers every release on PyPI")
-        return 0
+        return gaps
     for m in missing:
         print(f"[mlxcompat] releases: {m.kind} {m.version} is newer than the matrix covers")
     if write:

@@ -99,3 +99,16 @@ def test_range_needs_two_releases(monkeypatch, tmp_path) -> None:
     b = FakeBisect(MATRIX, "parity", "llama", {"mode": "fresh"}, "none", tmp_path, tmp_path)
     with pytest.raises(bisect_mod.BisectError, match="fewer than two releases"):
         bisect_mod.run_bisect(b, "0.32.0", "0.32.0", tmp_path)
+
+
+def test_the_mlx_vlm_axis_pins_the_mlx_lm_of_the_nearest_vlm_cell() -> None:
+    matrix = parse_matrix({
+        "schema": 3, "backends": {"cpu": {"device": "cpu", "requirement": {"linux": "x=={v}"}}},
+        "subjects": {"none": {}},
+        "cells": [{"mlx-vlm": "0.7.8", "mlx-lm": "0.32.1", "mlx": "0.32.3"},
+                  {"mlx-vlm": "0.7.10", "mlx-lm": "0.32.2", "mlx": "0.32.4"}]})
+    b = bisect_mod.Bisect(matrix, "glm4v", "glm4v_moe", {"scenario": "padded"}, "none",
+                          Path("w"), Path("n"), "mlx-vlm")
+    assert b.cell_id("0.7.9") == "mlx-vlm-0.7.9"
+    assert b.beside("0.7.9") == "0.32.2" and b.beside("0.7.8") == "0.32.1"
+    assert b.beside("0.8.0") == "0.32.2"
