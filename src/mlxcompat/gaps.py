@@ -8,8 +8,8 @@ network, no run.
 from __future__ import annotations
 
 from collections import defaultdict
-from itertools import pairwise
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 from packaging.version import Version
 
