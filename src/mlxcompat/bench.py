@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import math
 import statistics
+import time
 from collections.abc import Sequence
 
 import numpy as np
 
-from mlxcompat.records.bench import BenchRow, MeasuredBench, PairedRatio, Spread
+from mlxcompat.records.bench import BenchRow, Calibration, MeasuredBench, PairedRatio, Spread
 from mlxcompat.records.names import UPSTREAM
 from mlxcompat.settings import BenchProfile
 
@@ -24,10 +25,55 @@ BOOTSTRAP = 2000
 SEED = 20261130
 
 
-def bench_prompts(batch: int, length: int, seed: int = 0) -> list[list[int]]:
-    """Fixed prompts of one length (so padding does not blur the comparison)."""
+MIXED_SPAN = (-2.0, 1.0)  # mixed lengths: length · 2^U, U ~ Uniform(-2, 1)
+
+
+def prompt_lengths(batch: int, length: int, shape: str = "uniform", seed: int = 0) -> list[int]:
+    """`uniform`: every prompt `length` tokens; `mixed`: log-uniform from length/4 to 2·length
+    (seeded), the spread a server sees, so padding and segmented prefill are timed too."""
+    if shape == "uniform":
+        return [length] * batch
+    if shape != "mixed":
+        raise ValueError(f"unknown prompt shape {shape!r}; expected uniform or mixed")
+    rng = np.random.default_rng(seed + 7919)
+    exponents = rng.uniform(*MIXED_SPAN, size=batch)
+    return [max(1, round(length * 2.0 ** e)) for e in exponents]
+
+
+def bench_prompts(batch: int, length: int, shape: str = "uniform",
+                  seed: int = 0) -> list[list[int]]:
+    """Fixed prompts (the same every round and every subject) of the given shape."""
     rng = np.random.default_rng(seed)
-    return [[int(t) for t in rng.integers(1, 128, size=length)] for _ in range(batch)]
+    return [[int(t) for t in rng.integers(1, 128, size=n)]
+            for n in prompt_lengths(batch, length, shape, seed)]
+
+
+CALIBRATION_LOOP = 100_000
+NOISY_SPREAD = 0.05  # the calibration loop itself varies more than this: another job ran
+NOISY_RANGE = 1.25  # or its slowest round took this much longer than its fastest
+
+
+def calibration_loop() -> float:
+    """Seconds of a fixed pure-Python loop (one thread, no BLAS): how much CPU this process
+    gets, timed right before a round."""
+    start = time.perf_counter()
+    total = 0
+    for i in range(CALIBRATION_LOOP):
+        total += i & 7
+    return time.perf_counter() - start
+
+
+def calibration(seconds: Sequence[float]) -> Calibration | None:
+    if not seconds:
+        return None
+    found = summarise(seconds)
+    fastest, slowest = min(seconds), max(seconds)
+    why = []
+    if (found.spread or 0.0) > NOISY_SPREAD:
+        why.append(f"calibration spread {found.spread:.1%} > {NOISY_SPREAD:.0%}")
+    if fastest > 0 and slowest / fastest > NOISY_RANGE:
+        why.append(f"slowest calibration {slowest / fastest:.2f}× the fastest")
+    return Calibration(seconds=found, noisy=bool(why), why="; ".join(why))
 
 
 def median_interval(values: np.ndarray, level: float = 0.95) -> tuple[float, float]:
@@ -48,7 +94,7 @@ def median_interval(values: np.ndarray, level: float = 0.95) -> tuple[float, flo
 
 
 def summarise(values: Sequence[float]) -> Spread:
-    """Median with its 95% distribution-free interval, mean, sd, CV."""
+    """Median with its 95% distribution-free interval, its spread (robust CV), mean, sd."""
     data = np.asarray([float(v) for v in values], dtype=np.float64)
     if data.size == 0:
         return Spread(rounds=0)
@@ -58,9 +104,8 @@ def summarise(values: Sequence[float]) -> Spread:
     median = float(np.median(data))
     mad = float(np.median(np.abs(data - median)))
     return Spread(median=median, ci95=[lo, hi], mean=mean, stddev=sd,
-                  cv=sd / mean if mean else 0.0,
-                  robust_cv=1.4826 * mad / median if median else 0.0, rounds=int(data.size),
-                  values=[round(float(v), 3) for v in data])
+                  spread=1.4826 * mad / median if median else 0.0, rounds=int(data.size),
+                  values=[round(float(v), 6) for v in data])
 
 
 def paired_ratio(subject: Sequence[float], reference: Sequence[float]) -> PairedRatio | None:
@@ -104,25 +149,27 @@ def unpaired_change(now: Sequence[float], then: Sequence[float]
 
 def bench_row(model: str, subject: str, batch: int, profile: BenchProfile,
               decode: list[float], prefill: list[float], peak_mb: float | None, backend: str,
-              dtype: str = "float32") -> MeasuredBench:
+              dtype: str = "float32", prompts: str = "uniform",
+              calibrated: Sequence[float] = ()) -> MeasuredBench:
     """One measured `bench` row of the cell JSON from its rounds (tok/s per round)."""
     first_last = decode[0] / statistics.median(decode[-max(1, len(decode) // 3):]) \
         if decode else None
     return MeasuredBench(
         model=model, subject=subject, batch=batch, backend=backend, dtype=dtype,
-        profile=profile.name, gating=profile.gating, prompt_tokens=profile.prompt_tokens,
-        gen_tokens=profile.gen_tokens, gen_tok_s=summarise(decode),
-        prefill_tok_s=summarise(prefill), peak_memory_mb=peak_mb, first_round_ratio=first_last)
+        prompts=prompts, profile=profile.name, gating=profile.gating,
+        prompt_tokens=profile.prompt_tokens, gen_tokens=profile.gen_tokens,
+        gen_tok_s=summarise(decode), prefill_tok_s=summarise(prefill), peak_memory_mb=peak_mb,
+        first_round_ratio=first_last, calibration=calibration(calibrated))
 
 
 def add_overhead(rows: list[BenchRow]) -> None:
     """Paired overhead of every patched subject against `none` on the same model and batch;
     speedup of every subject against `none`'s one-at-a-time throughput."""
     measured = [r for r in rows if isinstance(r, MeasuredBench) and r.gen_tok_s.rounds]
-    base = {(r.model, r.batch, r.backend, r.dtype): r for r in measured
+    base = {(r.model, r.batch, r.backend, r.dtype, r.prompts): r for r in measured
             if r.subject == UPSTREAM}
     for r in measured:
-        ref = base.get((r.model, r.batch, r.backend, r.dtype))
+        ref = base.get((r.model, r.batch, r.backend, r.dtype, r.prompts))
         if ref is None:
             continue
         seq = ref.sequential_tok_s
@@ -130,3 +177,4 @@ def add_overhead(rows: list[BenchRow]) -> None:
             r.speedup = r.gen_tok_s.median / seq
         if r.subject != UPSTREAM and not r.reused:
             r.overhead = paired_ratio(r.gen_tok_s.values, ref.gen_tok_s.values)
+            r.prefill_overhead = paired_ratio(r.prefill_tok_s.values, ref.prefill_tok_s.values)

@@ -151,6 +151,10 @@ def parse_matrix(data: Any, path: Path | None = None) -> Matrix:
         raise fail("cells", "expected a non-empty list of cells")
     cells = tuple(parse_cell(c, i, defaults, subjects, registry, int(settings.timeout_s))
                   for i, c in enumerate(raw_cells))
+    for i, c in enumerate(cells):
+        if c.bench and c.bench not in settings.bench.profiles:
+            raise fail(f"cells[{i}].bench", f"{c.bench!r}; known: "
+                       f"{', '.join(settings.bench.profiles)}")
     seen: dict[str, int] = {}
     for i, c in enumerate(cells):
         if c.id in seen:

@@ -12,7 +12,8 @@ from mlxcompat.validation import fail, mapping, names, version
 
 _PLATFORMS = ("linux", "darwin")
 SUBJECT_KEYS = {"description", "install", "entry_points"}
-CELL_KEYS = {"id", *PINNED, "resolve", "models", "subjects", "tags", "timeout_s", "bench_models"}
+CELL_KEYS = {"id", *PINNED, "resolve", "models", "subjects", "tags", "timeout_s", "bench_models",
+             "bench"}
 LATEST = "latest"
 
 
@@ -52,6 +53,7 @@ class Cell:
     timeout_s: int = 1200
     resolve: str = ""
     bench_models: tuple[str, ...] = ()  # narrows the profile's models in this cell
+    bench: str = ""  # this cell's bench profile when the run names none (e.g. curve)
 
     def requirements(self, mlx_template: str) -> list[str]:
         """pip requirements of a pinned cell; `mlx_template` is the backend's mlx requirement."""
@@ -153,6 +155,7 @@ def parse_cell(raw: Any, i: int, defaults: dict[str, Any], subjects: dict[str, S
         resolve=resolve,
         bench_models=names(raw.get("bench_models", []), f"{path}.bench_models",
                            registry.models, "model"),
+        bench=str(raw.get("bench", "")),
     )
 
 

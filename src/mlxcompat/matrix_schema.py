@@ -30,6 +30,8 @@ class ProfileFile(_Strict):
     gating: bool = Field(False, description="compared with a same-machine baseline")
     models: list[str] | None = None
     dtypes: list[Literal["float32", "bfloat16", "float16"]] | None = None
+    prompts: list[Literal["uniform", "mixed"]] | None = Field(
+        None, description="prompt-length shapes: uniform, or mixed (log-uniform L/4..2L)")
 
 
 class BenchFile(_Strict):
@@ -88,6 +90,8 @@ class CellFile(_Strict):
     tags: list[str] = Field(default_factory=list)
     timeout_s: float | None = None
     bench_models: list[str] | None = None
+    bench: str | None = Field(None, description="this cell's bench profile (default: the "
+                              "settings' default)")
 
 
 class RunnerFile(_Strict):

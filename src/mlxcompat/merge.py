@@ -152,9 +152,9 @@ def combine_benchmarks(per_subject: dict[str, dict[str, Any]]) -> dict[str, Any]
 def fold_sequential(rows: list[BenchRow]) -> list[BenchRow]:
     """`none`'s one-at-a-time medians into its measured rows (the speedup's baseline); the
     sequential rows themselves are dropped."""
-    seq = {(r.model, r.batch, r.dtype): r for r in rows if isinstance(r, SequentialBench)}
+    seq = {(r.model, r.dtype, r.prompts): r for r in rows if isinstance(r, SequentialBench)}
     for r in rows:
-        match = seq.get((r.model, r.batch, r.dtype))
+        match = seq.get((r.model, r.dtype, r.prompts))
         if isinstance(r, MeasuredBench) and r.subject == UPSTREAM and match is not None:
             r.sequential_tok_s = match.tok_s.median
     return [r for r in rows if not isinstance(r, SequentialBench)]

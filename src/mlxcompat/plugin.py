@@ -131,6 +131,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Any:
     if isinstance(bench, BenchCase):
         state.doc.bench.append(FailedBench(model=bench.model, batch=bench.batch,
                                            subject=state.spec.subject, dtype=bench.dtype,
+                                           prompts=bench.prompts,
                                            what=bench.kind, detail=detail))
         item.stash[RECORDED] = True
         state.save()

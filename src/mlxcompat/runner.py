@@ -70,7 +70,7 @@ def _loop(opts: RunOptions, tmp: Path, need: Path | None, events: Events,
             turns.grant([w for n, w in workers.items() if n != NEED_PROBE],
                         bool(todo) or _busy(workers, turns) > 0)
             if turns.turn == 1 and not timed_phase:
-                timed_phase = _keep_off_the_bench_cpu()
+                timed_phase = _keep_off_the_bench_cpu(opts.device)
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             return False
@@ -83,10 +83,10 @@ def _loop(opts: RunOptions, tmp: Path, need: Path | None, events: Events,
     return True
 
 
-def _keep_off_the_bench_cpu() -> bool:
+def _keep_off_the_bench_cpu(device: str) -> bool:
     """Once timed rounds begin, the runner (its reader threads included) moves to the other
     CPUs, so it never preempts a round on the bench CPU."""
-    cpu = bench_cpu()
+    cpu = bench_cpu(device)
     if cpu is None or not hasattr(os, "sched_getaffinity"):
         return True
     others = os.sched_getaffinity(0) - {cpu}

@@ -86,7 +86,7 @@ def plan(matrix: Matrix, cell_id: str, args: argparse.Namespace, *, label: str =
     models = pick(args.models, cell.models if cell else tuple(reg.models), tuple(reg.models),
                   "model")
     checks = pick(args.checks, (), selectable(), "check")
-    profile = matrix.bench_profile(args.bench)
+    profile = matrix.bench_profile(args.bench or (cell.bench if cell else None) or None)
     chosen = matrix.backend(backend)
     selection: dict[str, Any] = {
         "subjects": subjects, "models": models, "checks": checks, "only": _only(args, matrix),

@@ -16,7 +16,8 @@ from mlxcompat.validation import fail, mapping, names
 KEYS = {"python", "timeout_s", "tolerance", "throughput_threshold", "bench", "backend",
         "force_cpu_devices"}
 PROFILE_KEYS = {"batches", "rounds", "warmup", "prompt_tokens", "gen_tokens", "gating",
-                "models", "dtypes"}
+                "models", "dtypes", "prompts"}
+PROMPT_SHAPES = ("uniform", "mixed")
 DTYPES = ("float32", "bfloat16", "float16")
 DEFAULT_BENCH_MODELS = ("llama", "mamba2", "qwen3_next", "qwen3_5")
 
@@ -34,6 +35,7 @@ class BenchProfile(Record):
     gating: bool = False
     models: tuple[str, ...] = DEFAULT_BENCH_MODELS
     dtypes: tuple[str, ...] = ("float32",)
+    prompts: tuple[str, ...] = ("uniform",)  # prompt-length shapes (bench.prompt_lengths)
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,11 @@ def _profile(name: str, raw: Any, path: str, models: tuple[str, ...],
         if key == "dtypes":  # throughput only: parity is float32 everywhere
             if not isinstance(value, list) or not value or not set(value) <= set(DTYPES):
                 raise fail(f"{path}.dtypes", f"{value!r}; expected a list of {', '.join(DTYPES)}")
+            continue
+        if key == "prompts":
+            if not isinstance(value, list) or not value or not set(value) <= set(PROMPT_SHAPES):
+                raise fail(f"{path}.prompts", f"{value!r}; expected a list of "
+                           f"{', '.join(PROMPT_SHAPES)}")
             continue
         if key == "gating":
             if not isinstance(value, bool):

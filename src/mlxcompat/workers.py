@@ -116,9 +116,13 @@ def subject_env(opts: RunOptions, subject: SubjectSpec | None) -> dict[str, str]
     return env
 
 
-def bench_cpu() -> int | None:
-    """The one CPU every worker of a cell runs its timed rounds on (None off Linux)."""
-    if os.environ.get("MLXCOMPAT_BENCH_PIN", "1") == "0" or not hasattr(os, "sched_getaffinity"):
+def bench_cpu(device: str = "cpu") -> int | None:
+    """The one CPU every worker of a cell runs its timed rounds on, on the CPU backend only:
+    on a GPU backend MLX's host threads (command encoding, synchronisation) need cores, and a
+    one-CPU pin measured the pin (2.8–12× lower tok/s on an H200); the turns alone keep the
+    subjects' rounds apart there. None off Linux, and with MLXCOMPAT_BENCH_PIN=0."""
+    if device != "cpu" or os.environ.get("MLXCOMPAT_BENCH_PIN", "1") == "0" \
+            or not hasattr(os, "sched_getaffinity"):
         return None
     return max(os.sched_getaffinity(0))
 
@@ -138,7 +142,7 @@ def _spec(opts: RunOptions, subject: SubjectSpec, part: Path, need: Path | None,
         bench=opts.bench, need_path=str(need) if need else "",
         hosts_need_probe=hosts_need_probe, installs=bool(subject.install),
         install_error=installed.error if installed and not installed.ok else "",
-        turn_ends=turn_ends, bench_cpu=bench_cpu())
+        turn_ends=turn_ends, bench_cpu=bench_cpu(opts.device))
 
 
 def _pump(stream: Any, worker: str, events: Events, kind: str) -> None:

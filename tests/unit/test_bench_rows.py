@@ -19,11 +19,31 @@ PROFILE = BenchProfile(name="quick", batches=(1, 8), rounds=5, warmup=1, prompt_
                        gen_tokens=16, models=("llama",))
 
 
-def test_summarise_median_interval_and_cv() -> None:
+def test_summarise_median_interval_and_its_one_spread() -> None:
     s = summarise([90.0, 100.0, 110.0, 100.0, 100.0])
     assert s.median == 100.0 and s.rounds == 5
     assert s.ci95[0] <= 100.0 <= s.ci95[1]
-    assert s.cv == pytest.approx(s.stddev / s.mean)
+    assert s.spread == 0.0  # robust CV: the MAD is 0, one round each side does not move it
+    slow = summarise([100.0] * 8 + [40.0])
+    assert slow.spread == 0.0 and slow.stddev > 15  # one slow round: stddev moves, spread not
+
+
+def test_calibration_marks_a_row_noisy_when_the_loop_moves() -> None:
+    from mlxcompat.bench import calibration
+
+    steady = calibration([0.010, 0.0101, 0.0099, 0.010, 0.0102])
+    assert steady is not None and not steady.noisy
+    loaded = calibration([0.010, 0.010, 0.019, 0.010, 0.010])
+    assert loaded is not None and loaded.noisy and "slowest calibration" in loaded.why
+
+
+def test_mixed_prompts_spread_their_lengths_and_uniform_ones_do_not() -> None:
+    from mlxcompat.bench import prompt_lengths
+
+    mixed = prompt_lengths(8, 16, "mixed")
+    assert len(set(mixed)) > 3 and min(mixed) >= 4 and max(mixed) <= 32
+    assert mixed == prompt_lengths(8, 16, "mixed")  # seeded
+    assert prompt_lengths(8, 16) == [16] * 8
 
 
 def test_paired_ratio_says_slower_with_a_minus_sign() -> None:
@@ -89,7 +109,8 @@ def test_a_profile_with_dtypes_gives_one_throughput_case_per_dtype() -> None:
                                     models=["llama"], bench=profile)
     ids = [c.id for c in bench_cases(spec, m.registry, "throughput")]
     assert ids == ["llama-8", "llama-8-bfloat16"]
-    assert [c.id for c in bench_cases(spec, m.registry, "sequential")] == ids
+    assert [c.id for c in bench_cases(spec, m.registry, "sequential")] == [
+        "llama-2", "llama-2-bfloat16"]  # once per dtype, not per batch
 
 
 def test_an_unknown_dtype_is_refused() -> None:

@@ -11,15 +11,17 @@ from mlxcompat.records.base import Record
 
 
 class Spread(Record):
-    """Rounds of one figure: the median with its 95% distribution-free interval, and CV."""
+    """Rounds of one figure: the median with its 95% distribution-free interval, and its
+    `spread`: the robust coefficient of variation 1.4826·MAD/median, the one spread figure the
+    JSON, the report and the gate use (centred like the median they report; one slow round
+    does not inflate it, and interference is caught apart, by the calibration loop)."""
 
     rounds: int = 0
     median: float | None = None
     ci95: list[float] = Field(default_factory=list)
+    spread: float | None = None
     mean: float | None = None
     stddev: float | None = None
-    cv: float | None = None
-    robust_cv: float | None = None
     values: list[float] = Field(default_factory=list)
 
 
@@ -38,9 +40,19 @@ class _Bench(Record):
     subject: str
     batch: int
     dtype: str = "float32"
+    prompts: Literal["uniform", "mixed"] = "uniform"  # prompt lengths (bench.bench_prompts)
     profile: str = ""
     backend: str = ""
     reused: bool = False
+
+
+class Calibration(Record):
+    """A fixed CPU-bound loop timed before every round, in the round's own turn: if it moves,
+    something else took the CPU while this row was measured."""
+
+    seconds: Spread
+    noisy: bool
+    why: str = ""
 
 
 class MeasuredBench(_Bench):
@@ -48,6 +60,8 @@ class MeasuredBench(_Bench):
     gating: bool = False
     prompt_tokens: int = 0
     gen_tokens: int = 0
+    calibration: Calibration | None = None
+    prefill_overhead: PairedRatio | None = None  # prefill tok/s against none's, paired
     gen_tok_s: Spread
     prefill_tok_s: Spread
     sequential_tok_s: float | None = None  # `none`'s one-at-a-time median, the speedup's base

@@ -49,16 +49,27 @@ def patch_v2(row: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def spread_v2(value: dict[str, Any] | None) -> dict[str, Any] | None:
+    """`cv` and `robust_cv` became one `spread` (the robust one)."""
+    if not isinstance(value, dict):
+        return value
+    out = {k: v for k, v in value.items() if k not in ("cv", "robust_cv")}
+    if "robust_cv" in value:
+        out["spread"] = value["robust_cv"]
+    return out
+
+
 def bench_v2(row: dict[str, Any]) -> dict[str, Any]:
-    out = {k: v for k, v in row.items() if k not in ("kind", "gate", "skip", "error",
-                                                      "sequential_tok_s")}
+    out = {k: (spread_v2(v) if k in ("gen_tok_s", "prefill_tok_s") else v)
+           for k, v in row.items() if k not in ("kind", "gate", "skip", "error",
+                                                "sequential_tok_s")}
     kind = row.get("kind")
     if "error" in row:
         return {**out, "kind": "failed", "what": kind or "throughput", "detail": row["error"]}
     if "skip" in row:
         return {**out, "kind": "skipped", "reason": row["skip"]}
     if kind == "sequential":
-        return {**out, "kind": "sequential", "tok_s": row["sequential_tok_s"]}
+        return {**out, "kind": "sequential", "tok_s": spread_v2(row["sequential_tok_s"])}
     return {**out, "kind": "measured", "gating": bool(row.get("gate")),
             "sequential_tok_s": row.get("sequential_tok_s")}
 

@@ -13,7 +13,7 @@ from mlxcompat.report.tables import (
     verdict_tables,
 )
 from mlxcompat.report.tables import table as _table
-from mlxcompat.report.throughput import bench_rows, by_backend, compact, full_rows
+from mlxcompat.report.throughput import bench_rows, by_backend, compact, full_rows, prefill_cost
 
 
 def _fold(summary: str, body: list[str], open_: bool = False) -> list[str]:
@@ -76,15 +76,28 @@ def _bench(report: CompatDoc) -> list[str]:
     rows = bench_rows(report)
     if not rows:
         return ["### Throughput", "", "No throughput rows (run with `--bench=quick`).", ""]
-    out = ["### Throughput", "", "Generation tok/s: median of interleaved rounds with its 95% "
-           "bootstrap interval; `vs none` is the median of paired per-round ratios "
-           "(negative = slower). CPU and GPU figures are never compared.", ""]
+    noisy = [b for b in rows if b.measured and b.measured.calibration
+             and b.measured.calibration.noisy]
+    measured = [b for b in rows if b.measured is not None]
+    out = ["### Throughput", "", "Decode tok/s: median of interleaved rounds with its 95% "
+           "distribution-free interval; `spread` is the robust CV (1.4826·MAD/median) of the "
+           "rounds; `vs none` is the median of paired per-round ratios (negative = slower); "
+           "**speedup** is batched decode tok/s over the same model's decode tok/s one prompt "
+           "at a time (`generate_step`, `none`, same cell, dtype and prompt shape). Prompts "
+           "are `uniform` (all one length) or `mixed` (lengths log-uniform from a quarter to "
+           "twice the profile's). A row is `noisy` when a fixed CPU loop timed before each "
+           f"round moved (another job took the CPU): {len(noisy)} of {len(measured)} here. "
+           "CPU and GPU figures are never compared.", ""]
     for backend, group in by_backend(rows).items():
         release, headers, body = compact(report, group)
         devices = ", ".join(sorted({b.device for b in group if b.device}))
         out += [f"#### {backend}: {release}" + (f" ({devices})" if devices else ""), ""]
         if body:
             out += _table(headers, body)
+        cost_head, cost = prefill_cost(group)
+        if cost:
+            out += _fold(f"mlxcompat's prefill cost on mixed-length prompts ({backend}, "
+                         f"{len(cost)} rows)", _table(cost_head, cost))
         head, everything = full_rows(group)
         out += _fold(f"every {backend} row ({len(everything)})", _table(head, everything))
     return out

@@ -1,6 +1,10 @@
 """The report's throughput tables: a llama-bench-style table of the newest release per
-backend (tok/s per subject, speedup, paired overhead against `none`), and every row for the
-details. CPU and GPU figures are never put in one comparison."""
+backend (tok/s per subject, speedup, paired overhead against `none`) — a batching curve when
+that cell measured several batch sizes —, mlxcompat's prefill cost on mixed-length prompts
+per release, and every row for the details. CPU and GPU figures are never compared.
+
+Speedup: batched decode tok/s over the same model's decode tok/s one prompt at a time
+(`generate_step`, subject `none`, same cell, dtype and prompt shape)."""
 
 from __future__ import annotations
 
@@ -23,11 +27,12 @@ class BenchLine:
     release: str
     backend: str
     device: str
-    model: str  # with its dtype when not float32: `llama (bf16)`
+    model: str  # with its dtype when not float32 and its prompt shape when mixed
     subject: str
     batch: int
     measured: MeasuredBench | None
     note: str
+    prompts: str = "uniform"
 
     @property
     def tok_s(self) -> str:
@@ -59,12 +64,15 @@ def bench_rows(report: CompatDoc) -> list[BenchLine]:
         row = b.row
         note = {FailedBench: getattr(row, "detail", ""),
                 SkippedBench: getattr(row, "reason", "")}.get(type(row), "")
-        model = row.model if row.dtype == "float32" else \
-            f"{row.model} ({SHORT.get(row.dtype, row.dtype)})"
+        tags = [t for t in (SHORT.get(row.dtype, row.dtype) if row.dtype != "float32" else "",
+                            "mixed" if row.prompts == "mixed" else "") if t]
+        model = f"{row.model} ({', '.join(tags)})" if tags else row.model
+        measured = row if isinstance(row, MeasuredBench) else None
+        if measured is not None and measured.calibration and measured.calibration.noisy:
+            note = f"noisy: {measured.calibration.why}"
         lines.append(BenchLine(b.cell, column_label(cell), row.backend or cell.env.backend,
                                cell.env.device_name, model, row.subject, row.batch,
-                               row if isinstance(row, MeasuredBench) else None,
-                               note or comparability(cell.env)))
+                               measured, note or comparability(cell.env), row.prompts))
     return lines
 
 
@@ -105,18 +113,34 @@ def compact(report: CompatDoc, rows: list[BenchLine]) -> tuple[str, list[str], l
 
 
 def full_rows(rows: list[BenchLine]) -> tuple[list[str], list[list[str]]]:
-    headers = ["release", "model", "subject", "batch", "gen tok/s (median, 95% CI)", "CV",
-               "rounds", "first/last round", "speedup", "vs none", "peak MB", "note"]
+    headers = ["release", "model", "subject", "batch", "decode tok/s (median, 95% CI)",
+               "spread", "prefill tok/s", "rounds", "first/last round", "speedup", "vs none",
+               "prefill vs none", "peak MB", "note"]
     body = []
     for b in rows:
         m = b.measured
         gen = m.gen_tok_s if m else Spread()
         first = m.first_round_ratio if m else None
         body.append([b.release, b.model, b.subject, str(b.batch), b.tok_s,
-                     f"{gen.cv:.1%}" if gen.cv is not None else "",
+                     f"{gen.spread:.1%}" if gen.spread is not None else "",
+                     fmt_tok_s(m.prefill_tok_s) if m else "",
                      str(gen.rounds or ""), f"{first:.2f}" if first is not None else "",
                      f"{m.speedup:.2f}×" if m and m.speedup is not None else "",
                      b.overhead_text,
+                     m.prefill_overhead.text if m and m.prefill_overhead else "",
                      f"{m.peak_memory_mb:.1f}" if m and m.peak_memory_mb is not None else "",
                      b.note])
+    return headers, body
+
+
+def prefill_cost(rows: list[BenchLine], subject: str = "mlxcompat"
+                 ) -> tuple[list[str], list[list[str]]]:
+    """`subject`'s prefill tok/s against none's on mixed-length prompts, per release: what
+    its segmented prefill costs where padding differs row by row."""
+    headers = ["release", "model", "batch", f"{subject} prefill vs none (95% CI)",
+               f"{subject} decode vs none"]
+    body = [[b.release, b.model, str(b.batch), b.measured.prefill_overhead.text,
+             b.overhead_text] for b in rows
+            if b.subject == subject and b.prompts == "mixed" and b.measured is not None
+            and b.measured.prefill_overhead is not None]
     return headers, body

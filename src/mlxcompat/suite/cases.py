@@ -22,11 +22,13 @@ class BenchCase:
     model: str
     batch: int
     dtype: str = "float32"
+    prompts: str = "uniform"
 
     @property
     def id(self) -> str:
         return "-".join(p for p in (self.model, str(self.batch),
-                                    "" if self.dtype == "float32" else self.dtype) if p)
+                                    "" if self.dtype == "float32" else self.dtype,
+                                    "" if self.prompts == "uniform" else self.prompts) if p)
 
 
 def selection(run: SubjectRun, registry: Registry) -> Selection:
@@ -41,12 +43,18 @@ def check_cases(run: SubjectRun, registry: Registry) -> list[Case]:
     return [case for spec in SPECS if spec.selectable for case in spec.cases(chosen)]
 
 
+SEQUENTIAL_PROMPTS = 2  # one at a time, every prompt of a batch runs at the same rate
+
+
 def bench_cases(run: SubjectRun, registry: Registry, kind: str) -> list[BenchCase]:
-    """Throughput cases of every bench model in the run; `sequential` for `none` only, and
-    only for BatchGenerator models (its baseline is one prompt through generate_step)."""
+    """Throughput cases of every bench model in the run; `sequential` (one prompt at a time
+    through generate_step, the speedup's baseline) for `none` only, once per model, dtype and
+    prompt shape, and only for BatchGenerator models."""
     profile = run.bench
     if profile is None or (kind == "sequential" and run.subject != UPSTREAM):
         return []
-    return [BenchCase(kind, m, b, dtype) for m in profile.models if m in run.models
-            and (kind == "throughput" or registry.models[m].runner == "lm")
-            for b in profile.batches for dtype in profile.dtypes]
+    models = [m for m in profile.models if m in run.models
+              and (kind == "throughput" or registry.models[m].runner == "lm")]
+    batches = profile.batches if kind == "throughput" else (SEQUENTIAL_PROMPTS,)
+    return [BenchCase(kind, m, b, dtype, shape) for m in models for b in batches
+            for dtype in profile.dtypes for shape in profile.prompts]

@@ -10,13 +10,12 @@ import gc
 
 import pytest
 
-from mlxcompat.bench import bench_prompts, bench_row, summarise
+from mlxcompat.bench import bench_prompts, bench_row, calibration_loop, summarise
 from mlxcompat.errors import SkipCheck, describe_exception
 from mlxcompat.models import build_model
 from mlxcompat.records.bench import FailedBench, SequentialBench, SkippedBench
 
 SEQUENTIAL_ROUNDS = 2
-SEQUENTIAL_PROMPTS = 2  # one at a time, every prompt of a batch runs at the same rate
 
 
 def _built(decl, dtype: str):
@@ -36,7 +35,8 @@ def test_throughput(bench_case, registry, mlxcompat_run, turn_taker, benchmark, 
     profile = mlxcompat_run.bench
     case = bench_case
     base = {"model": case.model, "subject": mlxcompat_run.subject, "batch": case.batch,
-            "dtype": case.dtype, "profile": profile.name, "backend": backend}
+            "dtype": case.dtype, "prompts": case.prompts, "profile": profile.name,
+            "backend": backend}
     if broken_reason:
         record_bench(SkippedBench(**base, reason=f"not benchmarked: {broken_reason}"))
         pytest.skip(broken_reason)
@@ -46,10 +46,14 @@ def test_throughput(bench_case, registry, mlxcompat_run, turn_taker, benchmark, 
     except SkipCheck as exc:
         record_bench(SkippedBench(**base, reason=str(exc)))
         pytest.skip(str(exc))
-    prompts = bench_prompts(case.batch, profile.prompt_tokens)
+    prompts = bench_prompts(case.batch, profile.prompt_tokens, case.prompts)
     timer = timers.time_glm4v if decl.runner == "glm4v" else timers.time_batched
-    timings = []
-    label = f"{case.model} b{case.batch} {case.dtype}"
+    timings, calibrated = [], []
+    label = f"{case.model} b{case.batch} {case.dtype} {case.prompts}"
+
+    def setup():
+        turn_taker.turn(f"{label} batched")
+        calibrated.append(calibration_loop())  # in the round's own turn, right before it
 
     def one_round():
         gc.disable()
@@ -61,14 +65,15 @@ def test_throughput(bench_case, registry, mlxcompat_run, turn_taker, benchmark, 
     timers.reset_peak_memory()
     try:
         benchmark.pedantic(one_round, rounds=profile.rounds, warmup_rounds=profile.warmup,
-                           iterations=1, setup=lambda: turn_taker.turn(f"{label} batched"))
+                           iterations=1, setup=setup)
     except Exception as exc:
         record_bench(FailedBench(**base, detail=describe_exception(exc)))
         pytest.skip(f"batched path does not run here: {describe_exception(exc)}")
     measured = timings[profile.warmup:]
     row = bench_row(case.model, mlxcompat_run.subject, case.batch, profile,
                     [t.decode_tok_s for t in measured], [t.prefill_tok_s for t in measured],
-                    timers.peak_memory_mb(), backend, case.dtype)
+                    timers.peak_memory_mb(), backend, case.dtype, case.prompts,
+                    calibrated[profile.warmup:])
     row.pinned_cpu = turn_taker.pinned
     benchmark.extra_info.update(gen_tok_s_median=row.gen_tok_s.median, batch=row.batch,
                                 model=row.model, subject=row.subject, dtype=row.dtype,
@@ -89,14 +94,14 @@ def test_sequential(bench_case, registry, mlxcompat_run, turn_taker, record_benc
         net = _built(registry.models[case.model], case.dtype)
     except SkipCheck as exc:
         pytest.skip(str(exc))
-    prompts = bench_prompts(min(case.batch, SEQUENTIAL_PROMPTS), profile.prompt_tokens)
+    prompts = bench_prompts(case.batch, profile.prompt_tokens, case.prompts)
     rounds = []
     for i in range(1 + SEQUENTIAL_ROUNDS):
-        turn_taker.turn(f"{case.model} b{case.batch} {case.dtype} sequential {i}")
+        turn_taker.turn(f"{case.model} {case.dtype} {case.prompts} sequential {i}")
         rounds.append(timers.time_sequential(net, prompts, profile.gen_tokens))
     record_bench(SequentialBench(model=case.model, subject=mlxcompat_run.subject,
-                                 batch=case.batch, dtype=case.dtype, backend=backend,
-                                 profile=profile.name,
+                                 batch=case.batch, dtype=case.dtype, prompts=case.prompts,
+                                 backend=backend, profile=profile.name,
                                  tok_s=summarise([t.decode_tok_s for t in rounds[1:]])))
 
 
