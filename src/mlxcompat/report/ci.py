@@ -1,5 +1,5 @@
 """What CI shows besides the report: a JUnit XML file (one testcase per result) and GitHub
-`::error` annotations for every unexpected outcome."""
+`::error` annotations: the first of the unexpected outcomes and one summary line."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree as ET
 
-MAX_ANNOTATIONS = 50  # GitHub shows at most 10 per step and 50 per job
+MAX_ANNOTATIONS = 10  # GitHub shows at most 10 `::error` lines per step; the rest are lost
 
 
 def _load(report: Path) -> dict[str, Any]:
@@ -77,11 +77,19 @@ def annotations(report: Path) -> list[str]:
     for c in doc.get("changes", {}).get("regressions", []):
         lines.append(f"::error title=regression {_escape(c['cell'])}::"
                      f"{_escape(_name(c) + ': ' + c['change'])}")
-    if len(lines) > MAX_ANNOTATIONS:
-        lines = [*lines[:MAX_ANNOTATIONS - 1],
-                 f"::error title=mlxcompat::{len(lines) - MAX_ANNOTATIONS + 1} more; see the "
-                 "report artifact"]
-    return lines
+    return _capped(lines)
+
+
+def _capped(lines: list[str]) -> list[str]:
+    """The first MAX_ANNOTATIONS errors, and a `::warning` (its own per-step quota) that says
+    how many there were, so a long list never silently loses its count."""
+    if not lines:
+        return []
+    shown = lines[:MAX_ANNOTATIONS]
+    rest = len(lines) - len(shown)
+    more = f"; {rest} more not shown here, see the report artifact" if rest else ""
+    return [*shown, f"::warning title=mlxcompat summary::{len(lines)} finding(s): unexpected "
+                    f"outcomes, input problems, missing cells, regressions{more}"]
 
 
 def print_annotations(report: Path) -> None:
