@@ -5,11 +5,10 @@
     sessions(matrix="matrix.yaml")
 
 registers `matrix` (one session per cell, tagged as in matrix.yaml), `probe` and `report`
-(run after the cells), and the maintenance sessions `releases` and `bisect`. This
-repository's own noxfile is built from it too. Every list of releases comes from the matrix.
-Environment overrides: MLXCOMPAT_MATRIX, MLXCOMPAT_RAW, MLXCOMPAT_LABEL (runner label, files
-become <cell>@<label>.json), MLXCOMPAT_BACKEND, MLXCOMPAT_HARNESS (how cells install mlxcompat),
-MLXCOMPAT_SKIP_REPORT=1 (CI cell jobs leave the report to one job).
+(run after the cells), `releases`, `bisect` and `canary` (mlxcompat.canary); this repository's
+noxfile too. Every list of releases comes from the matrix. Environment: MLXCOMPAT_MATRIX,
+MLXCOMPAT_RAW, MLXCOMPAT_LABEL (runner label: files become <cell>@<label>.json),
+MLXCOMPAT_BACKEND, MLXCOMPAT_HARNESS (how cells install mlxcompat), MLXCOMPAT_SKIP_REPORT=1.
 """
 
 from __future__ import annotations
@@ -26,13 +25,14 @@ from typing import Any
 
 import nox
 
-from mlxcompat.installs import harness_requirement, install_key
+from mlxcompat.canary import register_canary
+from mlxcompat.installs import harness_requirement, install_key, resolution_record
 from mlxcompat.matrix import Cell, Matrix, load_matrix
 from mlxcompat.results import empty_cell, write_json_atomic
 
 RUN_ID = os.environ.setdefault("MLXCOMPAT_RUN_ID", uuid.uuid4().hex[:12])
 REPORT_FLAGS = ("--accept", "--no-html", "--screenshot", "--annotations")
-REPORT_VALUES = ("--tag", "--junit", "--cells")
+REPORT_VALUES = ("--tag", "--junit", "--cells", "--labels")
 
 
 def split_posargs(posargs: list[str]) -> tuple[list[str], list[str]]:
@@ -108,6 +108,7 @@ class Sessions:
         venv = Path(session.virtualenv.location)
         try:
             record["requirements"], record["resolved"] = self.cell_requirements(cell)
+            record.update(resolution_record(cell))
         except Exception as exc:  # resolution
             record.update(status="failed", error=str(exc), seconds=0.0, log_tail=str(exc))
             return record
@@ -294,4 +295,5 @@ def sessions(matrix: str | Path = "matrix.yaml", raw: str | Path = "reports/raw"
         session.run("mlxcompat", "--matrix", str(s.matrix_file), "bisect", *session.posargs,
                     external=True)
 
+    register_canary(s)
     return s
