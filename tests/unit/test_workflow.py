@@ -213,3 +213,27 @@ def test_report_job_reads_only_this_runs_artifacts() -> None:
 def test_reusable_workflow_inputs() -> None:
     inputs = _doc(REUSABLE)["on"]["workflow_call"]["inputs"]
     assert {"matrix", "tag", "runners", "python", "harness"} <= set(inputs)
+
+
+def test_the_verdict_is_set_when_the_report_fails(tmp_path) -> None:
+    """The report step, run as the runner runs it with a nox that fails as the report does:
+    the step fails and the job's `verdict` output still says why."""
+    doc = _doc(REUSABLE)
+    step = next(s for s in doc["jobs"]["report"]["steps"] if s.get("id") == "report")
+    shell = (doc.get("defaults") or {}).get("run", {}).get("shell")
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "nox").write_text("#!/bin/sh\necho 'mlxcompat report: FAILED: 1 missing cell(s)'\n"
+                              "exit 1\n")
+    (fake / "nox").chmod(0o755)
+    script, out = tmp_path / "step.sh", tmp_path / "output"
+    script.write_text(step["run"])
+    out.touch()
+    cmd = ["bash", "--noprofile", "--norc", "-eo", "pipefail"] if shell == "bash" else \
+        ["bash", "-e"]
+    env = {"PATH": f"{fake}:/usr/bin:/bin", "GITHUB_OUTPUT": str(out), "TAG": "quick",
+           "LABELS": "macos-15,linux-cpu", "MLXCOMPAT_RAW": "ci/raw"}
+    (tmp_path / "ci").mkdir()
+    proc = subprocess.run([*cmd, str(script)], cwd=tmp_path, env=env, check=False)
+    assert proc.returncode == 1
+    assert out.read_text() == "verdict=mlxcompat report: FAILED: 1 missing cell(s)\n"
