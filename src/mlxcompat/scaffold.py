@@ -46,6 +46,11 @@ def init_project(path: Path, package: str = "", entry_points: list[str] | None =
                  repository: str = "", ref: str = "", wheels: Path | None = None) -> int:
     from mlxcompat.origin import OriginError, commit_of, own_repository, version
 
+    existing = [name for name in FILES if (path / name).exists()]
+    if existing:
+        print(f"mlxcompat init: {', '.join(existing)} exist in {path}; nothing written "
+              "(move them away first)", file=sys.stderr)
+        return 1
     try:
         repository = repository or own_repository()
         ref = ref or f"v{version()}"
@@ -54,11 +59,6 @@ def init_project(path: Path, package: str = "", entry_points: list[str] | None =
         print(f"mlxcompat init: {exc}; nothing written", file=sys.stderr)
         return 2
     path.mkdir(parents=True, exist_ok=True)
-    existing = [name for name in FILES if (path / name).exists()]
-    if existing:
-        print(f"mlxcompat init: {', '.join(existing)} exist in {path}; nothing written "
-              "(move them away first)", file=sys.stderr)
-        return 1
     points = dict(ep.split("=", 1) for ep in entry_points or [])
     bad = [p for p in points.values() if p.count(":") != 1]
     if bad:
