@@ -155,3 +155,24 @@ def test_an_adopter_made_by_init_runs_from_a_fresh_clone(tmp_path) -> None:
     cell_doc = json.loads(next(raw.glob("*@linux-cpu.json")).read_text())
     assert cell_doc["install"]["harness"] == [f"mlxcompat @ git+https://github.com/{own}@{commit}"]
     print(f"the adopter's CI here: {time.perf_counter() - start:.0f}s\n" + "\n".join(fx.log))
+
+
+def test_the_action_installs_the_harness_from_its_own_checkout(tmp_path) -> None:
+    """`uses: ./` (the composite action at the root) in a job: nox, uv and the mlxcompat of
+    `github.action_path` land in the job's Python; `harness:` is passed through quoted."""
+    repo = this_tree(tmp_path / "repo")
+    _commit(repo)
+    steps = [{"uses": "actions/checkout@x", "with": {"persist-credentials": False}},
+             {"uses": "actions/setup-python@x", "with": {"python-version": "3.11"}},
+             {"id": "setup", "uses": "./"},
+             {"id": "check", "run": 'mlxcompat runners --check "$LABELS"\n'
+                                    'python -c "import uv, nox" && echo ok=yes >> "$GITHUB_OUTPUT"',
+              "env": {"LABELS": '["macos-15"]'}}]
+    doc = {"jobs": {"a": {"runs-on": "ubuntu-24.04", "steps": steps,
+                          "outputs": {"ok": "${{ steps.check.outputs.ok }}",
+                                      "harness": "${{ steps.setup.outputs.harness }}"}}}}
+    fx = fixture(tmp_path / "github", own_repository(), repo)
+    result = Runner(fx).run_workflow(doc, {})["a"]
+    assert result.result == "success", _explain(fx, {"a": result})
+    assert result.outputs["ok"] == "yes"
+    assert result.outputs["harness"].endswith("/work"), result.outputs
