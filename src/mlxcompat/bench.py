@@ -3,7 +3,7 @@ overhead of a patched subject against `none`.
 
 Intervals of a median are distribution-free (the order statistics a sign test gives, exact
 coverage ≥ 95% whatever the distribution; a bootstrap undercovers at ten-odd rounds). Rounds
-of the subjects of a cell are interleaved (see `mlxcompat.gate`), so round i of a subject and
+of the subjects of a cell are interleaved (see `mlxcompat.turns`), so round i of a subject and
 round i of `none` ran back to back; the overhead is the median of those per-round ratios with
 the same interval over the pairs. Imports no mlx.
 """

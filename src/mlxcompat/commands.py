@@ -19,13 +19,14 @@ def cmd_report(args: argparse.Namespace, matrix: Matrix) -> int:
 
     paths = ReportPaths.under(args.raw, args.out)
     only = tuple(c for c in args.cells.split(",") if c)
-    for doc in load_cells(args.raw, matrix, args.tag, only).cells:
+    labels = tuple(label for label in args.labels.split(",") if label)
+    for doc in load_cells(args.raw, matrix, args.tag, only, labels).cells:
         install = doc.install
         took = f" {install.seconds}s" if install.seconds is not None else ""
         print(f"[mlxcompat] {summary_line(doc)} | install {'ok' if install.ok else 'failed'}"
               f"{took}")
     code, line = build_report(paths, matrix, accept=args.accept, html=not args.no_html,
-                              tag=args.tag, only=only, since=args.since)
+                              tag=args.tag, only=only, since=args.since, labels=labels)
     if args.junit:
         from mlxcompat.report.ci import write_junit
 
@@ -135,6 +136,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     report.add_argument("--accept", action="store_true", help="promote this report to baseline")
     report.add_argument("--tag", default="", help="the run covered only this tag's cells")
     report.add_argument("--cells", default="", help="the run covered only these cells (a,b)")
+    report.add_argument("--labels", default="",
+                        help="runner labels the run asked for (a,b): each must have files")
     report.add_argument("--no-html", action="store_true", help="skip compat.html (no jinja2)")
     report.add_argument("--since", type=Path, default=None,
                         help="list changes against this compat.json (default: the one replaced)")
@@ -179,10 +182,15 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     init.add_argument("--package", default="", help="your package with the patch modules")
     init.add_argument("--entry-point", action="append", default=[], metavar="ROLE=MOD:FUNC",
                       help="a patch entry point of the subject (repeatable)")
-    init.add_argument("--repository", default="OWNER/mlxcompat",
-                      help="GitHub repository of mlxcompat's reusable workflow")
-    init.add_argument("--ref", default="main", help="its tag or branch")
+    init.add_argument("--repo", "--repository", dest="repository", default="",
+                      help="mlxcompat's GitHub repository OWNER/NAME (default: the installed "
+                      "package's Project-URL)")
+    init.add_argument("--ref", default="", help="its tag (default: v<installed version>), "
+                      "branch or commit; pinned to the commit it points at")
     init.set_defaults(func=cmd_init, no_matrix=True)
+    from mlxcompat.ci_commands import add_ci_commands
+
+    add_ci_commands(sub)
 
 
 __all__ = ["MatrixError", "add_commands"]

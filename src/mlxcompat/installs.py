@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 
 def harness_requirement() -> list[str]:
@@ -13,9 +14,9 @@ def harness_requirement() -> list[str]:
     A source checkout (this repository, or a clone) installs editable; an installed
     distribution is installed the way it was (PEP 610: a wheel file, a VCS URL, a version).
     """
-    override = os.environ.get("MLXCOMPAT_HARNESS")
-    if override:
-        return override.split()
+    override = os.environ.get("MLXCOMPAT_HARNESS", "").strip()
+    if override:  # one requirement (`mlxcompat @ git+…` has spaces), or pip options (`-e path`)
+        return override.split(maxsplit=1) if override.startswith("-") else [override]
     tree = Path(__file__).resolve().parents[2]
     if (tree / "pyproject.toml").exists() and Path(__file__).resolve().parent.parent.name == "src":
         return ["-e", str(tree)]
@@ -54,6 +55,14 @@ def harness_identity() -> str:
     except (OSError, subprocess.SubprocessError):
         return name
     return f"{name} (git {sha.strip()}{' + local changes' if dirty.strip() else ''})"
+
+
+def resolution_target(cell: Any) -> str:
+    """What an as-installed cell was resolved for ('' for a pinned cell and for `latest`, the
+    newest on the index for every platform)."""
+    from mlxcompat.resolve import resolved_for
+
+    return resolved_for() if cell.resolve and cell.resolve != "latest" else ""
 
 
 def install_key(plan: list[tuple[str, list[str]]], python: str) -> str:

@@ -5,11 +5,10 @@
     sessions(matrix="matrix.yaml")
 
 registers `matrix` (one session per cell, tagged as in matrix.yaml), `drift` and `report`
-(run after the cells), and the maintenance sessions `releases` and `bisect`. This
-repository's own noxfile is built from it too. Every list of releases comes from the matrix.
-Environment overrides: MLXCOMPAT_MATRIX, MLXCOMPAT_RAW, MLXCOMPAT_LABEL (runner label, files
-become <cell>@<label>.json), MLXCOMPAT_BACKEND, MLXCOMPAT_HARNESS (how cells install mlxcompat),
-MLXCOMPAT_SKIP_REPORT=1 (CI cell jobs leave the report to one job).
+(run after the cells), `releases`, `bisect` and `canary` (mlxcompat.canary); this repository's
+noxfile too. Every list of releases comes from the matrix. Environment: MLXCOMPAT_MATRIX,
+MLXCOMPAT_RAW, MLXCOMPAT_LABEL (runner label: files become <cell>@<label>.json),
+MLXCOMPAT_BACKEND, MLXCOMPAT_HARNESS (how cells install mlxcompat), MLXCOMPAT_SKIP_REPORT=1.
 """
 
 from __future__ import annotations
@@ -26,7 +25,8 @@ from typing import Any
 
 import nox
 
-from mlxcompat.installs import harness_requirement, install_key
+from mlxcompat.canary import register_canary
+from mlxcompat.installs import harness_requirement, install_key, resolution_target
 from mlxcompat.matrix import Cell, Matrix, load_matrix
 from mlxcompat.records.cell import CellDoc, InstallRecord, SubjectInstall
 from mlxcompat.records.files import write_json_atomic
@@ -34,7 +34,7 @@ from mlxcompat.records.names import cell_name
 
 RUN_ID = os.environ.setdefault("MLXCOMPAT_RUN_ID", uuid.uuid4().hex[:12])
 REPORT_FLAGS = ("--accept", "--no-html", "--screenshot", "--annotations")
-REPORT_VALUES = ("--tag", "--junit", "--cells", "--since")
+REPORT_VALUES = ("--tag", "--junit", "--cells", "--since", "--labels")
 
 
 def split_posargs(posargs: list[str]) -> tuple[list[str], list[str]]:
@@ -74,6 +74,8 @@ class Sessions:
         self.backend = os.environ.get("MLXCOMPAT_BACKEND", self.matrix.settings.backend)
         self.python = python or self.matrix.settings.python
         self.ran: list[str] = []  # the cells this nox invocation ran (the report needs them)
+        self.run_id = RUN_ID
+        self.install = _install
         self._resolving: dict[str, Future[dict[str, str]]] = {}
 
     def resolution(self, cell: Cell) -> Future[dict[str, str]]:
@@ -109,6 +111,7 @@ class Sessions:
         venv = Path(session.virtualenv.location)
         try:
             record.requirements, record.resolved = self.cell_requirements(cell)
+            record.resolved_for = resolution_target(cell)
         except Exception as exc:  # resolution
             record.ok, record.error, record.seconds = False, str(exc), 0.0
             record.log_tail = str(exc)
@@ -294,4 +297,5 @@ def sessions(matrix: str | Path = "matrix.yaml", raw: str | Path = "reports/raw"
         session.run("mlxcompat", "--matrix", str(s.matrix_file), "bisect", *session.posargs,
                     external=True)
 
+    register_canary(s)
     return s

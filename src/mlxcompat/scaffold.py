@@ -3,7 +3,10 @@
 Writes into a folder and never overwrites: if any of the files exists, it writes nothing and
 names them. The matrix pins the newest mlx-lm and the newest of the minor series before it
 (each to the mlx floor its wheel declares), plus a `latest` cell, and tests the working tree
-(`install: ["."]`) beside upstream (`none`).
+(`install: ["."]`) beside upstream (`none`). The workflow calls mlxcompat's reusable workflow
+and installs the harness at the commit of tag v<version> of mlxcompat's repository (from the
+installed distribution's metadata, or `--repo` / `--ref`): never a placeholder, never a
+movable ref.
 """
 
 from __future__ import annotations
@@ -16,8 +19,6 @@ from string import Template
 
 from packaging.version import Version
 
-# Where mlxcompat's reusable workflow lives; `--repository` / `--ref` point elsewhere.
-REPOSITORY = "OWNER/mlxcompat"
 FILES = {"matrix.yaml": "matrix.yaml.tmpl", "noxfile.py": "noxfile.py.tmpl",
          ".github/workflows/compat.yml": "compat.yml.tmpl"}
 
@@ -42,14 +43,22 @@ def pick_releases(wheels: Path) -> dict[str, str]:
 
 
 def init_project(path: Path, package: str = "", entry_points: list[str] | None = None,
-                 repository: str = REPOSITORY, ref: str = "main",
-                 wheels: Path | None = None) -> int:
-    path.mkdir(parents=True, exist_ok=True)
+                 repository: str = "", ref: str = "", wheels: Path | None = None) -> int:
+    from mlxcompat.origin import OriginError, commit_of, own_repository, version
+
     existing = [name for name in FILES if (path / name).exists()]
     if existing:
         print(f"mlxcompat init: {', '.join(existing)} exist in {path}; nothing written "
               "(move them away first)", file=sys.stderr)
         return 1
+    try:
+        repository = repository or own_repository()
+        ref = ref or f"v{version()}"
+        commit = commit_of(repository, ref)
+    except OriginError as exc:
+        print(f"mlxcompat init: {exc}; nothing written", file=sys.stderr)
+        return 2
+    path.mkdir(parents=True, exist_ok=True)
     points = dict(ep.split("=", 1) for ep in entry_points or [])
     bad = [p for p in points.values() if p.count(":") != 1]
     if bad:
@@ -58,7 +67,7 @@ def init_project(path: Path, package: str = "", entry_points: list[str] | None =
     name = package or path.resolve().name
     values = {"name": name, "package": package or name.replace("-", "_"),
               "entry_points": json.dumps(points) if points else "{}  # role: module:function",
-              "repository": repository, "ref": ref,
+              "repository": repository, "ref": ref, "commit": commit,
               **pick_releases(wheels or path / ".nox" / "wheels")}
     for target, template in FILES.items():
         out = path / target
@@ -68,7 +77,5 @@ def init_project(path: Path, package: str = "", entry_points: list[str] | None =
     if not points:
         print("mlxcompat init: add your patch entry points to matrix.yaml (subjects."
               f"{name}.entry_points: role -> module:function; roles: mamba, glm4v, ...)")
-    if repository == REPOSITORY:
-        print("mlxcompat init: point .github/workflows/compat.yml at mlxcompat's repository "
-              "(replace OWNER)")
+    print(f"mlxcompat init: the workflow uses {repository} at {commit} ({ref})")
     return 0

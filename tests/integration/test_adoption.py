@@ -1,8 +1,9 @@
 """Adopt without copying: the built wheel, installed into a scratch server repository, runs a
 cell and the report end to end with the server's own patches, role and model.
 
-A fresh venv gets the wheel, nox and uv; `mlxcompat --help`, `mlxcompat init` and
-`mlxcompat list` run outside this repository; the init output is edited to point at the
+A fresh venv gets the wheel, nox and uv; `mlxcompat --help`, `mlxcompat init` (pinned to
+this checkout's commit: GitHub is out of reach here) and `mlxcompat list` run outside this
+repository; the init output is edited to point at the
 server's package (an existing role, a new role, a new model) and `nox -s "matrix(...)"`
 then `nox -s report` run there. Needs uv, PyPI for the cell's packages, and no hub.
 """
@@ -66,7 +67,8 @@ def test_a_server_repository_adopts_the_wheel(tmp_path: Path) -> None:
     shutil.copytree(SERVER, server)
 
     assert "usage: mlxcompat" in _run([str(bin_ / "mlxcompat"), "--help"], server, env)
-    _run([str(bin_ / "mlxcompat"), "init", "--package", "tinyserver"], server, env)
+    head = _run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], ROOT, env).strip()
+    _run([str(bin_ / "mlxcompat"), "init", "--package", "tinyserver", "--ref", head], server, env)
     refused = subprocess.run([str(bin_ / "mlxcompat"), "init"], cwd=server, env=env,
                              capture_output=True, text=True, check=False)
     assert refused.returncode == 1 and "nothing written" in refused.stderr

@@ -1,4 +1,4 @@
-"""Static probe rules on small source snippets shaped like two mlx-lm generations."""
+"""Static drift-scan rules on small source snippets shaped like two mlx-lm generations."""
 
 from __future__ import annotations
 

@@ -38,11 +38,12 @@ class ReportPaths:
 
 def build_report(paths: ReportPaths, matrix: Matrix | None, accept: bool = False,
                  html: bool = True, tag: str = "", only: tuple[str, ...] = (),
-                 since: Path | None = None) -> tuple[int, str]:
+                 since: Path | None = None, labels: tuple[str, ...] = ()) -> tuple[int, str]:
     """Write the report files; returns (exit code, the closing line). `tag` / `only`: the run
-    covered just that tag's cells / these cells, so only those must be present. `since`:
-    the earlier compat.json to list changes against (default: the one this replaces)."""
-    loaded = load_cells(paths.raw, matrix, tag, only)
+    covered just that tag's cells / these cells, so only those must be present; `labels`: the
+    runner labels it asked for, each of which must have files; `since`: the earlier
+    compat.json to list changes against (default: the one this replaces)."""
+    loaded = load_cells(paths.raw, matrix, tag, only, labels)
     baseline, problem = load_baseline(paths.baseline)
     if problem:
         loaded.problems.append(problem)

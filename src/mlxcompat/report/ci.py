@@ -1,18 +1,14 @@
 """What CI shows besides the report: a JUnit XML file (one testcase per result) and GitHub
-`::error` annotations for every unexpected outcome."""
+`::error` annotations: the first of the unexpected outcomes and one summary line."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
-from mlxcompat.records.report import Change, CompatDoc, ReportRow, read_compat
+from mlxcompat.records.report import Change, ReportRow, read_compat
 
-MAX_ANNOTATIONS = 50  # GitHub shows at most 10 per step and 50 per job
-
-
-def _load(report: Path) -> CompatDoc:
-    return read_compat(report)
+MAX_ANNOTATIONS = 10  # GitHub shows at most 10 `::error` lines per step; the rest are lost
 
 
 def _name(r: ReportRow | Change) -> str:
@@ -25,7 +21,7 @@ def write_junit(report: Path, out: Path) -> int:
     An unexpected outcome is a failure; an expected fail / error passes with its reason in
     system-out; a skip is skipped.
     """
-    doc = _load(report)
+    doc = read_compat(report)
     root = ET.Element("testsuites", name="mlxcompat")
     suites: dict[str, ET.Element] = {}
     count = 0
@@ -66,7 +62,7 @@ def _escape(text: str) -> str:
 
 
 def annotation_lines(report: Path) -> list[str]:
-    doc = _load(report)
+    doc = read_compat(report)
     lines = [f"::error title=mlxcompat input::{_escape(p)}"
              for p in [*doc.problems, *doc.missing]]
     for r in doc.results:
@@ -77,11 +73,19 @@ def annotation_lines(report: Path) -> list[str]:
     for c in doc.changes.regressions:
         lines.append(f"::error title=regression {_escape(c.cell)}::"
                      f"{_escape(_name(c) + ': ' + c.change)}")
-    if len(lines) > MAX_ANNOTATIONS:
-        lines = [*lines[:MAX_ANNOTATIONS - 1],
-                 f"::error title=mlxcompat::{len(lines) - MAX_ANNOTATIONS + 1} more; see the "
-                 "report artifact"]
-    return lines
+    return _capped(lines)
+
+
+def _capped(lines: list[str]) -> list[str]:
+    """The first MAX_ANNOTATIONS errors, and a `::warning` (its own per-step quota) that says
+    how many there were, so a long list never silently loses its count."""
+    if not lines:
+        return []
+    shown = lines[:MAX_ANNOTATIONS]
+    rest = len(lines) - len(shown)
+    more = f"; {rest} more not shown here, see the report artifact" if rest else ""
+    return [*shown, f"::warning title=mlxcompat summary::{len(lines)} finding(s): unexpected "
+                    f"outcomes, input problems, missing cells, regressions{more}"]
 
 
 def print_annotations(report: Path) -> None:

@@ -77,9 +77,17 @@ def _uncovered(doc: CellDoc, matrix: Any, cell_id: str, label: str) -> list[str]
         else []
 
 
+def absent_labels(present: list[str], asked: tuple[str, ...]) -> list[str]:
+    """A runner label the run asked for (CI: `--labels`) without a single file: its jobs never
+    ran or never uploaded, which must fail the report, not shrink it."""
+    return [f"{label}: no result files at all (the run asked for this runner label)"
+            for label in asked if label not in present]
+
+
 def load_cells(raw: Path, matrix: Any = None, tag: str = "",
-               only: tuple[str, ...] = ()) -> LoadedCells:
-    """Every `<cell>[@<label>].json` under `raw`, checked against the matrix's cells."""
+               only: tuple[str, ...] = (), labels: tuple[str, ...] = ()) -> LoadedCells:
+    """Every `<cell>[@<label>].json` under `raw`, checked against the matrix's cells; each of
+    `labels` must have files."""
     loaded = LoadedCells()
     if not raw.is_dir():
         loaded.problems.append(f"{raw}: no such folder; run `nox -s matrix` first")
@@ -115,4 +123,5 @@ def load_cells(raw: Path, matrix: Any = None, tag: str = "",
                 name = cell_name(cell.id, label)
                 if cell.id not in present[label] and name not in broken:
                     loaded.missing.append(f"{name}: no result (the matrix lists this cell)")
+    loaded.missing += absent_labels(loaded.labels, labels)
     return loaded
