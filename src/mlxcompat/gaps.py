@@ -17,7 +17,7 @@ from mlxcompat.records.names import BAD
 from mlxcompat.records.report import CompatDoc
 from mlxcompat.records.rows import About
 from mlxcompat.report.boundaries import between
-from mlxcompat.report.front import Column, release_of
+from mlxcompat.report.columns import Column, release_of
 
 
 @dataclass

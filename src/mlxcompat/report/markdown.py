@@ -12,8 +12,10 @@ from collections import Counter
 
 from mlxcompat.records.names import FAULTS, SEVERITIES, UPSTREAM
 from mlxcompat.records.report import Changes, CompatDoc
+from mlxcompat.report.columns import Column
 from mlxcompat.report.context import banner
-from mlxcompat.report.front import Column, FrontPage, Problem, SubjectPage, front_pages
+from mlxcompat.report.front import FrontPage, SubjectPage, front_pages
+from mlxcompat.report.problems import Problem
 from mlxcompat.report.sections import detail_sections
 from mlxcompat.report.standing import CODE, MEANING, SUFFIX
 from mlxcompat.report.tables import cell_text, table

@@ -9,7 +9,7 @@ from mlxcompat.checks.catalog import SPECS
 from mlxcompat.records.cell import Environment
 from mlxcompat.records.names import BAD
 from mlxcompat.records.report import CompatDoc, ReportCell, ReportRow
-from mlxcompat.report.front import release_of
+from mlxcompat.report.columns import release_of
 
 # Plain ASCII marks (colour is the second channel in HTML): no emoji font needed.
 MARK = {"pass": "ok", "fail": "F", "error": "E", "skip": "-"}
