@@ -1,18 +1,19 @@
 """Harness overhead: mlxcompat's timed batched run vs a bare, hand-written BatchGenerator loop.
 
-Same model (tiny llama), batch, prompt and generation lengths, measured the way the bench
-measures: rounds interleaved (bare, harness, bare, ...), the process on one CPU, garbage
-collection off inside a round. Prints both medians with their 95% intervals and the paired
-ratio harness / bare with its interval (mlxcompat.bench.paired_ratio).
+Same model (tiny llama), batch, prompt and generation lengths, dtype and device, measured the
+way the bench measures: rounds interleaved (bare, harness, bare, ...), garbage collection off
+inside a round, the process on one CPU where the bench pins (the CPU backend: see
+mlxcompat.workers.bench_cpu). Prints both medians with their 95% intervals and spread, and
+the paired ratio harness / bare with its interval (mlxcompat.bench.paired_ratio).
 
     .nox/matrix-mlx-lm-0-32-2/bin/python benchmarks/harness_overhead.py --batch 8 --rounds 15
+    python benchmarks/harness_overhead.py --backend cuda --dtype bfloat16 --batch 32
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
-import os
 import time
 
 import mlx.core as mx
@@ -21,6 +22,7 @@ from mlxcompat.bench import bench_prompts, paired_ratio, summarise
 from mlxcompat.drivers.bench import time_batched
 from mlxcompat.models.lm import build_lm
 from mlxcompat.turns import pin_process
+from mlxcompat.workers import bench_cpu
 
 
 def bare_loop(model, prompts: list[list[int]], gen_tokens: int) -> float:
@@ -56,11 +58,20 @@ def main() -> None:
     parser.add_argument("--prompt-tokens", type=int, default=32)
     parser.add_argument("--gen-tokens", type=int, default=64)
     parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--backend", default="cpu", choices=["cpu", "cuda", "metal"])
+    parser.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"])
+    parser.add_argument("--prompts", default="uniform", choices=["uniform", "mixed"])
     args = parser.parse_args()
+    device = "cpu" if args.backend == "cpu" else "gpu"
+    mx.set_default_device(mx.cpu if device == "cpu" else mx.gpu)
     model = build_lm(args.model)
-    prompts = bench_prompts(args.batch, args.prompt_tokens)
-    if hasattr(os, "sched_getaffinity"):
-        pin_process(max(os.sched_getaffinity(0)))  # as the harness pins timed rounds
+    if args.dtype != "float32":
+        model.set_dtype(getattr(mx, args.dtype))
+        mx.eval(model.parameters())
+    prompts = bench_prompts(args.batch, args.prompt_tokens, args.prompts)
+    cpu = bench_cpu(device)
+    if cpu is not None:
+        pin_process(cpu)  # as the harness pins timed rounds
     harness, bare = [], []
     for _ in range(2):
         bare_loop(model, prompts, args.gen_tokens)
@@ -75,11 +86,12 @@ def main() -> None:
     h, b = summarise(harness), summarise(bare)
     ratio = paired_ratio(harness, bare)
     print(f"model={args.model} batch={args.batch} prompt={args.prompt_tokens} "
-          f"gen={args.gen_tokens} rounds={args.rounds}")
+          f"({args.prompts}) gen={args.gen_tokens} rounds={args.rounds} dtype={args.dtype} "
+          f"device={mx.default_device()} pinned={cpu is not None}")
     assert ratio is not None
     for name, m in (("bare loop", b), ("harness", h)):
         print(f"{name:<10}: {m.median or 0:10.1f} tok/s (95% CI {m.ci95[0]:.1f}-"
-              f"{m.ci95[1]:.1f}, CV {m.cv or 0:.1%})")
+              f"{m.ci95[1]:.1f}, spread {m.spread or 0:.1%})")
     print(f"ratio     : {ratio.ratio:10.3f} (harness / bare; 95% CI "
           f"{ratio.ci95[0]:.3f}-{ratio.ci95[1]:.3f}): {ratio.text}")
 

@@ -120,8 +120,10 @@ def bench_cpu(device: str = "cpu") -> int | None:
     """The one CPU every worker of a cell runs its timed rounds on, on the CPU backend only:
     on a GPU backend MLX's host threads (command encoding, synchronisation) need cores, and a
     one-CPU pin measured the pin (2.8–12× lower tok/s on an H200); the turns alone keep the
-    subjects' rounds apart there. None off Linux, and with MLXCOMPAT_BENCH_PIN=0."""
-    if device != "cpu" or os.environ.get("MLXCOMPAT_BENCH_PIN", "1") == "0" \
+    subjects' rounds apart there. MLXCOMPAT_BENCH_PIN=0 never pins, =1 pins on any backend
+    (to measure what the pin costs); None off Linux."""
+    policy = os.environ.get("MLXCOMPAT_BENCH_PIN", "auto")
+    if policy == "0" or (policy != "1" and device != "cpu") \
             or not hasattr(os, "sched_getaffinity"):
         return None
     return max(os.sched_getaffinity(0))

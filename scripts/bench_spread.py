@@ -1,0 +1,70 @@
+"""How tight the committed throughput rows are: the figures issue 23's acceptance asks for.
+
+For each folder of cell JSONs (default reports/raw), per backend: measured rows, the share
+with spread (robust CV, bench.summarise) <= 5%, the share whose overhead against `none` has a
+95% half-width <= 5 points, and the rows the calibration loop marked noisy — over all rows and
+over the rows not marked noisy.
+
+    python3 scripts/bench_spread.py                         # the committed matrix
+    python3 scripts/bench_spread.py reports/evidence/spread-hog   # measured beside a CPU hog
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+from mlxcompat.records.bench import MeasuredBench  # noqa: E402
+from mlxcompat.records.cell import read_cell  # noqa: E402
+
+LIMIT = 0.05
+
+
+def _share(flags: list[bool]) -> str:
+    return f"{sum(flags)}/{len(flags)} ({sum(flags) / len(flags):.0%})" if flags else "-"
+
+
+def rows(folder: Path) -> dict[str, list[MeasuredBench]]:
+    found: dict[str, list[MeasuredBench]] = defaultdict(list)
+    for path in sorted(folder.glob("*.json")):
+        if ".upstream." in path.name or path.name.endswith(".bench.json"):
+            continue
+        doc = read_cell(path)
+        for row in doc.bench:
+            if isinstance(row, MeasuredBench):
+                found[row.backend or doc.env.backend or "?"].append(row)
+    return found
+
+
+def report(folder: Path) -> list[str]:
+    lines = [f"{folder}:"]
+    for backend, measured in sorted(rows(folder).items()):
+        for name, subset in (("all", measured),
+                             ("not noisy", [r for r in measured
+                                            if not (r.calibration and r.calibration.noisy)])):
+            spread = [(r.gen_tok_s.spread or 0) <= LIMIT for r in subset]
+            halves = [(r.overhead.ci95[1] - r.overhead.ci95[0]) / 2 <= LIMIT
+                      for r in subset if r.overhead and len(r.overhead.ci95) == 2]
+            noisy = sum(1 for r in subset if r.calibration and r.calibration.noisy)
+            lines.append(f"  {backend:<5} {name:<9}: {len(subset)} rows; spread <= 5%: "
+                         f"{_share(spread)}; overhead half-width <= 5%: {_share(halves)}; "
+                         f"noisy: {noisy}")
+    return lines
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("folders", nargs="*", type=Path, default=[Path("reports/raw")])
+    args = parser.parse_args()
+    for folder in args.folders:
+        print("\n".join(report(folder)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
