@@ -18,8 +18,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from mlxcompat.records.bench import MeasuredBench  # noqa: E402
-from mlxcompat.records.cell import read_cell  # noqa: E402
+from mlxcompat.records.bench import MeasuredBench
+from mlxcompat.records.cell import read_cell
 
 LIMIT = 0.05
 
