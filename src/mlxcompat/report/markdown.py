@@ -93,7 +93,7 @@ def _bump_cell(s: SubjectPage) -> str:
             f"{len(b.worse)} worse)")
 
 
-def _pins(page: FrontPage) -> list[str]:
+def _pins(page: FrontPage, explain: bool = True) -> list[str]:
     installed = {i.subject: i for i in page.installed}
     rows = []
     for s in page.subjects:
@@ -101,18 +101,21 @@ def _pins(page: FrontPage) -> list[str]:
         now = (f"{today.mark.code} on {' · '.join(f'{k} {v}' for k, v in today.pins.items())}"
                f"; with mlxcompat: {today.ours.code}") if today else ""
         rows.append([s.subject, now, _pin_cell(s), _bump_cell(s)])
-    return ["### What to pin", "", "Recommended: the releases where nothing worse than upstream "
-            "numeric drift remains (a failing patch contract, `+c`, is listed, not counted).", "",
+    why = ["Recommended: the releases where nothing worse than upstream numeric drift remains "
+           "(a failing patch contract, `+c`, is listed, not counted).", ""] if explain else []
+    return ["### What to pin", "", *why,
             *table(["subject", "as `pip install` gives it today", "recommended", "bump to the "
                     "newest release?"], rows)]
 
 
-def _grid(page: FrontPage) -> list[str]:
+def _grid(page: FrontPage, explain: bool = True) -> list[str]:
     legend = " · ".join(f"`{CODE[k]}` {v}" for k, v in MEANING.items())
     suffixes = " · ".join(f"`{k}` {v}" for k, v in SUFFIX.items())
     rows = [[c.release, *(s.marks[c.cell].code for s in page.subjects)] for c in page.columns]
-    return ["### Every release, every subject", "", legend + ".", "", "Suffixes: " + suffixes
-            + ".", "", *table(["release", *(s.subject for s in page.subjects)], rows)]
+    why = [legend + ".", "", "Suffixes: " + suffixes + ".", ""] if explain else \
+        ["Marks as in the grid above.", ""]
+    return ["### Every release, every subject", "", *why,
+            *table(["release", *(s.subject for s in page.subjects)], rows)]
 
 
 def _subject_lines(page: FrontPage) -> list[str]:
@@ -155,7 +158,8 @@ def render_front_page(report: CompatDoc, changes: Changes, link: str = "",
                       *_subject_lines(page)]
             continue
         lines += [f"<details><summary>Runner {cell_text(page.label)}: what to pin, every "
-                  f"release</summary>", "", *_pins(page), *_grid(page), "</details>", ""]
+                  f"release</summary>", "", *_pins(page, explain=False),
+                  *_grid(page, explain=False), "</details>", ""]
     if link:
         lines += [f"Full report (every table, throughput, API drift): {link}", ""]
     return "\n".join(lines) + "\n"

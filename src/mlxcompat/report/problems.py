@@ -4,6 +4,7 @@ and the expectation notes it cites."""
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
@@ -14,6 +15,7 @@ from mlxcompat.records.rows import About
 from mlxcompat.report.boundaries import Releases, edge
 from mlxcompat.report.columns import Column
 
+_PATH = re.compile(r"\s*\((?:/|[A-Za-z]:\\)[^)]*\)?")
 FAULT_ORDER = ("subject-worsened", "subject", "upstream")
 SEVERITY_ORDER = ("wrong-tokens", "crash", "cannot-run", "contract", "drift")
 
@@ -113,7 +115,7 @@ def _not_run(found: dict[tuple[str, str], list[ReportRow]], order: list[str],
     by_cells: dict[tuple[str, tuple[str, ...], str], list[ReportRow]] = defaultdict(list)
     why = {}
     for (fault, cell), rows in found.items():
-        reason = rows[0].detail.removeprefix("not run: ")[:120]
+        reason = short_reason(rows[0].detail.removeprefix("not run: "))
         why[cell] = reason
         by_cells[(fault, (), reason)].extend(rows)
     out = []
@@ -125,6 +127,15 @@ def _not_run(found: dict[tuple[str, str], list[ReportRow]], order: list[str],
         _cite(problem, rows, notes)
         out.append(problem)
     return out
+
+
+def short_reason(text: str, limit: int = 130) -> str:
+    """An error for one line: without the machine's paths (`(/work/.../generate.py)`), cut at
+    a word within `limit` characters."""
+    text = " ".join(_PATH.sub("", text).split())
+    if len(text) <= limit:
+        return text
+    return text[:limit].rsplit(" ", 1)[0].rstrip(" :,(") + " …"
 
 
 def _rank(value: str, order: tuple[str, ...]) -> int:
