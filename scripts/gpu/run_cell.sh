@@ -1,58 +1,102 @@
 #!/usr/bin/env bash
-# On the GPU machine (Python 3.12, no package index), from the repository root.
-#   scripts/gpu/run_cell.sh stage <mlx version>   keep the wheels and CUDA part(s) carried
-#                                                 in this call under $STAGE
-#   scripts/gpu/run_cell.sh run <cell>            install into /tmp/site-<mlx> (no index, no
-#                                                 deps) and run the cell on CUDA with the gpu
-#                                                 profile into $OUT as <cell>@cuda.json
-# $SUBJECTS (default none,mlxcompat) and $MODELS (default: the cell's) narrow the run.
+# On the GPU machine (Python 3.12, no package index), from the repository root. Every command
+# first keeps what this call carried (.gpu/*, see prepare.sh) under $STAGE, so the parts of a
+# CUDA wheel too large for one call's carry arrive over two calls of a warm machine.
+#   scripts/gpu/run_cell.sh stage                 keep what was carried, nothing else
+#   scripts/gpu/run_cell.sh run <cell>            install the cell's releases into
+#                                                 /tmp/site-<mlx> (no index, no deps; kept
+#                                                 for later calls) and run it on CUDA into
+#                                                 $OUT as <cell>_AT_cuda[-$TAG].json
+#   scripts/gpu/run_cell.sh overhead <cell> ARGS  benchmarks/harness_overhead.py --backend
+#                                                 cuda ARGS in that cell's site
+# Settings: BENCH (profile, default gpu), SUBJECTS (default none,mlxcompat), MODELS (default:
+# the cell's), CHECKS (default: the matrix's), TAG (a suffix for a second run of one cell),
+# MLXCOMPAT_BENCH_PIN (1: pin the timed rounds to one CPU as the CPU backend does).
+# scripts/gpu/collect.sh renames what comes back into reports/raw.
 set -euo pipefail
 stage=${STAGE:-/tmp/mlxcompat-stage}
-case "$1" in
-stage)
-  mkdir -p "$stage/mlx-$2" "$stage/common"
+out=${OUT:-reports/raw}
+
+keep() {
+  mkdir -p "$stage/common"
   for dir in common vlm; do
-    if [ -d ".gpu/$dir" ]; then cp ".gpu/$dir"/* "$stage/common/"; fi
+    if [ -d ".gpu/$dir" ]; then cp .gpu/"$dir"/* "$stage/common/"; fi
   done
-  cp .gpu/mlx-"$2"/* "$stage/mlx-$2/"
+  for dir in .gpu/mlx-*; do
+    if [ -d "$dir" ]; then mkdir -p "$stage/${dir#.gpu/}" && cp "$dir"/* "$stage/${dir#.gpu/}/"; fi
+  done
   ls -la "$stage"/*
-  python3 -c 'import sys; print(sys.version)'
-  for m in pytest pytest_benchmark yaml packaging numpy transformers tokenizers jinja2 PIL sentencepiece; do
-    python3 -c "import $m; print('$m', getattr($m, '__version__', 'present'))" 2>&1 | tail -1
-  done
-  ;;
-run)
-  cell=$2
-  read -r mlx < <(PYTHONPATH=src python3 -c "
+}
+
+pins() {  # <cell> -> "mlx mlx-lm mlx-vlm"
+  PYTHONPATH=src python3 -c "
 from mlxcompat.matrix import load_matrix
-print(load_matrix('matrix.yaml').cell('$cell').pins['mlx'])")
-  site=/tmp/site-$mlx
-  rm -rf "$site" && mkdir -p "$site"
-  python3 -m pip install -q --no-index --no-deps --no-compile --target "$site" \
-    "$stage"/mlx-"$mlx"/mlx-*.whl $(ls "$stage"/common/*.whl | grep -v -e vllm_mlx -e 'mlx_lm-' -e 'mlx_vlm-')
-  lm=$(PYTHONPATH=src python3 -c "
-from mlxcompat.matrix import load_matrix
-c = load_matrix('matrix.yaml').cell('$cell'); print(c.pins['mlx-lm'], c.pins.get('mlx-vlm', ''))")
-  read -r lm_v vlm_v <<<"$lm"
-  python3 -m pip install -q --no-index --no-deps --no-compile --target "$site" \
-    "$stage"/common/mlx_lm-"$lm_v"-*.whl ${vlm_v:+"$stage"/common/mlx_vlm-"$vlm_v"-*.whl}
-  cat "$stage"/mlx-"$mlx"/cuda.part0* | xz -d | tar -C "$site" -xf -
-  mkdir -p /tmp/subjects && python3 -m pip install -q --no-index --no-deps --no-compile \
-    --target /tmp/subjects/vllm-mlx-0.6.0 "$stage"/common/vllm_mlx-0.6.0-*.whl
+c = load_matrix('matrix.yaml').cell('$1')
+print(c.pins['mlx'], c.pins['mlx-lm'], c.pins.get('mlx-vlm', '-'))"
+}
+
+site_for() {  # <cell>: install once per (mlx, mlx-lm, mlx-vlm); prints the site folder
+  read -r mlx lm vlm < <(pins "$1")
+  site=/tmp/site-$mlx-$lm-$vlm
+  if [ ! -f "$site/.done" ]; then
+    rm -rf "$site" && mkdir -p "$site"
+    wheels=()
+    for w in "$stage"/common/*.whl; do
+      case "$(basename "$w")" in vllm_mlx-*|mlx_lm-*|mlx_vlm-*) ;; *) wheels+=("$w") ;; esac
+    done
+    python3 -m pip install -q --no-index --no-deps --no-compile --target "$site" \
+      "$stage"/mlx-"$mlx"/mlx-*.whl "${wheels[@]}"
+    python3 -m pip install -q --no-index --no-deps --no-compile --target "$site" \
+      "$stage"/common/mlx_lm-"$lm"-*.whl
+    if [ "$vlm" != "-" ]; then
+      python3 -m pip install -q --no-index --no-deps --no-compile --target "$site" \
+        "$stage"/common/mlx_vlm-"$vlm"-*.whl
+    fi
+    cat "$stage"/mlx-"$mlx"/cuda.part0* | xz -d | tar -C "$site" -xf -
+    touch "$site/.done"
+  fi
+  if [ ! -d /tmp/subjects/vllm-mlx-0.6.0 ]; then
+    mkdir -p /tmp/subjects && python3 -m pip install -q --no-index --no-deps --no-compile \
+      --target /tmp/subjects/vllm-mlx-0.6.0 "$stage"/common/vllm_mlx-0.6.0-*.whl
+  fi
+  echo "$site"
+}
+
+environment() {  # <site>: CUDA libraries of the wheel, no hub, plain processes
   py_site=$(python3 -c 'import site; print(site.getsitepackages()[0])')
-  LD_LIBRARY_PATH=$(ls -d "$py_site"/nvidia/*/lib 2>/dev/null | paste -sd: -)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  LD_LIBRARY_PATH=$(ls -d "$1"/nvidia/*/lib "$py_site"/nvidia/*/lib 2>/dev/null | paste -sd: -)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   # The fork server's parent is multi-threaded there (CUDA libraries): plain processes.
-  export LD_LIBRARY_PATH PYTHONPATH="$site:$PWD/src" HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1 \
+  export LD_LIBRARY_PATH PYTHONPATH="$1:$PWD/src" HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1 \
     MLXCOMPAT_FORK=0
   python3 -c 'import mlx.core as mx; print("mlx", mx.__version__, mx.default_device(), mx.cuda.is_available())'
-  mkdir -p /tmp/keep
+}
+
+keep
+case "${1:-stage}" in
+stage) ;;
+run)
+  cell=$2
+  site=$(site_for "$cell" | tail -1)
+  environment "$site"
+  name="$cell@cuda${TAG:+-$TAG}"
+  mkdir -p /tmp/keep "$out"
+  start=$(date +%s)
   python3 -m mlxcompat.cli run --cell "$cell@cuda" --backend cuda --bench "${BENCH:-gpu}" \
     --subjects "${SUBJECTS:-none,mlxcompat}" ${MODELS:+--models "$MODELS"} \
-    --subject-dir /tmp/subjects --out "/tmp/keep/$cell@cuda.json"
-  # Returned file names may not contain '@': fetch them back as <cell>_AT_cuda*.json and
-  # rename them into reports/raw here.
-  out=${OUT:-reports/raw}
-  mkdir -p "$out"
-  for f in /tmp/keep/"$cell"@cuda*; do b=$(basename "$f"); cp "$f" "$out/${b/@/_AT_}"; done
+    ${CHECKS:+--checks "$CHECKS"} --subject-dir /tmp/subjects --out "/tmp/keep/$name.json"
+  echo "run $name: $(( $(date +%s) - start ))s (BENCH=${BENCH:-gpu} SUBJECTS=${SUBJECTS:-none,mlxcompat} MODELS=${MODELS:-} CHECKS=${CHECKS:-} MLXCOMPAT_BENCH_PIN=${MLXCOMPAT_BENCH_PIN:-auto})"
+  # Returned file names may not contain '@': <cell>_AT_cuda*.json (collect.sh renames).
+  for f in /tmp/keep/"$name".*json /tmp/keep/"$name".json; do
+    [ -f "$f" ] && b=$(basename "$f") && cp "$f" "$out/${b/@/_AT_}"
+  done
+  ls -la "$out"
   ;;
+overhead)
+  cell=$2
+  shift 2
+  site=$(site_for "$cell" | tail -1)
+  environment "$site"
+  python3 benchmarks/harness_overhead.py --backend cuda "$@"
+  ;;
+*) echo "usage: $0 stage | run <cell> | overhead <cell> ARGS" >&2; exit 2 ;;
 esac

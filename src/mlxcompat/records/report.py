@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import ConfigDict, Field
 
@@ -100,14 +100,30 @@ class Change(Placed):
 
 
 class ThroughputMove(Record):
+    """A gating row that moved beyond the threshold against the baseline: its decode tok/s
+    (`measure` tok/s, rounds of both runs resampled apart), or a subject's overhead against
+    `none` (`measure` overhead: paired within each run, so a loaded machine moves both sides
+    alike)."""
+
     cell: str
     model: str
     subject: str
     batch: int
+    measure: Literal["tok/s", "overhead"] = "tok/s"
     before: float | None
     after: float | None
     change: float
     ci95: list[float]
+
+
+class Ungated(Record):
+    """A gating row the gate could not judge, and why: a failure, never a silent pass."""
+
+    cell: str
+    model: str
+    subject: str
+    batch: int
+    why: str
 
 
 class Changes(Record):
@@ -117,6 +133,7 @@ class Changes(Record):
     new_passes: list[Change] = Field(default_factory=list)
     new_rows: int = 0
     throughput: list[ThroughputMove] = Field(default_factory=list)
+    ungated: list[Ungated] = Field(default_factory=list)
     threshold: float = 0.2
     no_baseline: list[str] = Field(default_factory=list)
 

@@ -5,8 +5,10 @@ baseline and a local run with a local one. A regression is any row that got wors
 vanished, went pass -> skip / fail / error (expected or not), or changed from one failure
 to another (fail <-> error, or another exception type). Throughput is compared only between
 runs of a gating profile on the same machine fingerprint, and flagged only when the change
-is statistically significant and beyond `throughput_threshold`; elsewhere it is reported,
-never gated. A baseline of schema 2 is read with its rows migrated.
+is statistically significant and beyond `throughput_threshold`: a subject's overhead against
+`none` (paired within each run) always, decode tok/s only where neither run was measured
+beside another job; a row neither can judge fails as ungated. Elsewhere throughput is
+reported, never gated. A baseline of schema 2 is read with its rows migrated.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from mlxcompat.records.report import (
     ReportBench,
     ReportRow,
     ThroughputMove,
+    Ungated,
     read_compat,
 )
 
@@ -104,7 +107,7 @@ def diff(current: CompatDoc, baseline: CompatDoc | None, threshold: float) -> Ch
         elif old.verdict in BAD and new.verdict == "pass":
             changes.new_passes.append(_change(new, f"{old.verdict} -> pass"))
     changes.new_rows = sum(1 for k in now_rows if k[:3] in old_cells and k not in old_rows)
-    changes.throughput = _throughput(current, baseline, threshold)
+    changes.throughput, changes.ungated = _throughput(current, baseline, threshold)
     return changes
 
 
@@ -118,30 +121,54 @@ def _gating(rows: list[ReportBench]) -> list[tuple[ReportBench, MeasuredBench]]:
     return [(b, b.row) for b in rows if isinstance(b.row, MeasuredBench) and b.row.gating]
 
 
+def _noisy(row: MeasuredBench) -> str:
+    return row.calibration.why if row.calibration and row.calibration.noisy else ""
+
+
 def _throughput(current: CompatDoc, baseline: CompatDoc | None,
-                threshold: float) -> list[ThroughputMove]:
+                threshold: float) -> tuple[list[ThroughputMove], list[Ungated]]:
+    """Gating rows against the baseline's: a subject's paired overhead against `none` where
+    both runs have one (robust to a loaded machine), and decode tok/s where neither run was
+    measured beside another job. A row neither way can judge is ungated, with the reason."""
     old = {_bench_key(b): row for b, row in _gating(baseline.bench if baseline else [])}
-    moves = []
+    moves, ungated = [], []
     for b, row in _gating(current.bench):
         if not b.fingerprint.cpu and not b.fingerprint.device:
             continue
         then = old.get(_bench_key(b))
-        change = unpaired_change(row.gen_tok_s.values, then.gen_tok_s.values if then else [])
-        if change is None or not change[2] or abs(change[0] - 1) <= threshold:
+        if then is None:  # another machine or a new row: its cell is listed as not comparable
             continue
-        moves.append(ThroughputMove(cell=b.cell, model=row.model, subject=row.subject,
-                                    batch=row.batch,
-                                    before=then.gen_tok_s.median if then else None,
-                                    after=row.gen_tok_s.median, change=change[0] - 1,
-                                    ci95=[c - 1 for c in change[1]]))
-    return moves
+        where = {"cell": b.cell, "model": row.model, "subject": row.subject, "batch": row.batch}
+        paired = row.overhead is not None and then.overhead is not None
+        if row.overhead is not None and then.overhead is not None:
+            base = then.overhead.ratio
+            change = (row.overhead.ratio / base, [c / base for c in row.overhead.ci95])
+            if not change[1][0] <= 1.0 <= change[1][1] and abs(change[0] - 1) > threshold:
+                moves.append(ThroughputMove(**where, measure="overhead", before=base,
+                                            after=row.overhead.ratio, change=change[0] - 1,
+                                            ci95=[c - 1 for c in change[1]]))
+        noisy = _noisy(row) or _noisy(then)
+        if noisy:
+            if not paired:
+                ungated.append(Ungated(**where, why=f"measured beside another job ({noisy})"))
+            continue
+        moved = unpaired_change(row.gen_tok_s.values, then.gen_tok_s.values)
+        if moved is None or not moved[2] or abs(moved[0] - 1) <= threshold:
+            continue
+        moves.append(ThroughputMove(**where, before=then.gen_tok_s.median,
+                                    after=row.gen_tok_s.median, change=moved[0] - 1,
+                                    ci95=[c - 1 for c in moved[1]]))
+    return moves, ungated
 
 
 def regressions(changes: Changes) -> list[str]:
     """One line per change that fails the run unless accepted."""
     lines = [f"{c.cell} {c.about.text} {c.subject}: {c.change}" for c in changes.regressions]
-    lines += [f"throughput: {t.cell} {t.model} batch {t.batch} {t.subject} "
-              f"{t.before or 0:.1f} -> {t.after or 0:.1f} tok/s ({t.change:+.0%}, 95% CI "
+    lines += [f"throughput: {t.cell} {t.model} batch {t.batch} {t.subject} {t.measure} "
+              f"{t.before or 0:.{3 if t.measure == 'overhead' else 1}f} -> "
+              f"{t.after or 0:.{3 if t.measure == 'overhead' else 1}f} ({t.change:+.0%}, 95% CI "
               f"{t.ci95[0]:+.0%}…{t.ci95[1]:+.0%})"
               for t in changes.throughput if t.change < 0]
+    lines += [f"throughput: not gated: {u.cell} {u.model} batch {u.batch} {u.subject}: {u.why}"
+              for u in changes.ungated]
     return lines

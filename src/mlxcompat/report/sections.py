@@ -43,12 +43,20 @@ def _changes(changes: Changes) -> list[str]:
         if rows:
             out += [f"**{title}**", "",
                     *_table(["cell", "check", "model", "case", "subject", "change"], rows)]
-    moves = [[t.cell, t.model, t.batch, t.subject, f"{t.before or 0:.1f}",
-              f"{t.after or 0:.1f}", f"{t.change:+.0%}"] for t in changes.throughput]
+    digits = {"tok/s": 1, "overhead": 3}
+    moves = [[t.cell, t.model, t.batch, t.subject, t.measure,
+              f"{t.before or 0:.{digits[t.measure]}f}", f"{t.after or 0:.{digits[t.measure]}f}",
+              f"{t.change:+.0%} ({t.ci95[0]:+.0%}…{t.ci95[1]:+.0%})"]
+             for t in changes.throughput]
     if moves:
         out += ["**Throughput (gating profile, same machine)**", "",
-                *_table(["cell", "model", "batch", "subject", "before", "after", "change"],
-                        moves)]
+                *_table(["cell", "model", "batch", "subject", "measure", "before", "after",
+                         "change (95% CI)"], moves)]
+    if changes.ungated:
+        out += ["**Not gated (a failure: rerun on an idle machine)**", "",
+                *_table(["cell", "model", "batch", "subject", "why"],
+                        [[u.cell, u.model, u.batch, u.subject, u.why]
+                         for u in changes.ungated])]
     out.append(f"{changes.new_rows} new row(s) not in the baseline." if changes.new_rows
                else "")
     return [*(out or ["Nothing changed."]), ""]
