@@ -28,11 +28,18 @@ keep() {
   ls -la "$stage"/*
 }
 
-pins() {  # <cell> -> "mlx mlx-lm mlx-vlm"
-  PYTHONPATH=src python3 -c "
-from mlxcompat.matrix import load_matrix
-c = load_matrix('matrix.yaml').cell('$1')
-print(c.pins['mlx'], c.pins['mlx-lm'], c.pins.get('mlx-vlm', '-'))"
+pins() {  # <cell> -> "mlx mlx-lm mlx-vlm", read with yaml alone (no harness installed yet)
+  python3 - "$1" <<'PY'
+import sys, yaml
+cells = yaml.safe_load(open("matrix.yaml"))["cells"]
+for c in cells:
+    name = f"mlx-vlm-{c['mlx-vlm']}" if "mlx-vlm" in c else f"mlx-lm-{c.get('mlx-lm')}"
+    if c.get("id", name) == sys.argv[1]:
+        print(c["mlx"], c["mlx-lm"], c.get("mlx-vlm", "-"))
+        break
+else:
+    sys.exit(f"no cell {sys.argv[1]} in matrix.yaml")
+PY
 }
 
 site_for() {  # <cell>: install once per (mlx, mlx-lm, mlx-vlm); prints the site folder
@@ -64,7 +71,8 @@ site_for() {  # <cell>: install once per (mlx, mlx-lm, mlx-vlm); prints the site
 
 environment() {  # <site>: CUDA libraries of the wheel, no hub, plain processes
   py_site=$(python3 -c 'import site; print(site.getsitepackages()[0])')
-  LD_LIBRARY_PATH=$(ls -d "$1"/nvidia/*/lib "$py_site"/nvidia/*/lib 2>/dev/null | paste -sd: -)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  LD_LIBRARY_PATH=$({ ls -d "$1"/nvidia/*/lib "$py_site"/nvidia/*/lib 2>/dev/null || true; } \
+    | paste -sd: -)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   # The fork server's parent is multi-threaded there (CUDA libraries): plain processes.
   export LD_LIBRARY_PATH PYTHONPATH="$1:$PWD/src" HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1 \
     MLXCOMPAT_FORK=0
