@@ -57,5 +57,6 @@ def test_screenshot_is_a_png(page: Path, tmp_path: Path) -> None:
 
 def test_an_anchor_in_the_address_scrolls_the_page(page: Path, tmp_path: Path) -> None:
     top = screenshot(page, tmp_path / "top.png", height=600).read_bytes()
-    scrolled = screenshot(page, tmp_path / "scrolled.png", height=600, at="matrix-parity")
+    scrolled = screenshot(page, tmp_path / "scrolled.png", height=600,
+                          fragment="at=matrix-parity")
     assert scrolled.read_bytes() != top
