@@ -36,14 +36,13 @@ def cmd_report(args: argparse.Namespace, matrix: Matrix) -> int:
 
         print_annotations(paths.out / "compat.json")
     if args.screenshot and not args.no_html:
-        from mlxcompat.report.browser import find_browser, screenshot
+        from mlxcompat.report.browser import SHOTS, find_browser, screenshots
 
         if find_browser() is None:
-            print("mlxcompat report: no Chromium found; compat.png not made", file=sys.stderr)
+            print("mlxcompat report: no Chromium found; no screenshots made", file=sys.stderr)
         else:
-            screenshot(paths.out / "compat.html", paths.out / "compat.png")
-            screenshot(paths.out / "compat.html", paths.out / "compat-scrolled.png",
-                       at="matrix-parity")
+            for png in screenshots(paths.out / "compat.html", SHOTS):
+                print(f"mlxcompat report: wrote {png}")
     print(line)
     return code
 
@@ -145,7 +144,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     report.add_argument("--annotations", action="store_true",
                         help="print ::error lines for GitHub Actions")
     report.add_argument("--screenshot", action="store_true",
-                        help="also compat.png (top) and compat-scrolled.png (tables), 1280 px")
+                        help="also compat-{1280,390}-{top,grid,table}.png (laptop, phone)")
     report.set_defaults(func=cmd_report)
     drift = sub.add_parser("drift", help="API-drift scan of every matrix release's wheels")
     drift.add_argument("--cache", type=Path, default=Path(".nox/wheels"), help="wheel cache")

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import base64
 import io
+import math
 from collections import defaultdict
 from typing import Any
+
+from packaging.version import InvalidVersion, Version
 
 from mlxcompat.records.names import UPSTREAM, VERDICTS
 from mlxcompat.records.report import CompatDoc
@@ -24,13 +27,14 @@ def _png(fig: Any) -> str:
     return base64.b64encode(buf.getvalue()).decode("ascii")
 
 
-def _figure(width: float = 9.0, height: float = 3.6) -> tuple[Any, Any]:
+def _figure(width: float = 9.0, height: float = 3.6, **grid: Any) -> tuple[Any, Any]:
+    """A figure and its axes (`grid`: plt.subplots' layout arguments)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    return plt.subplots(figsize=(width, height))
+    return plt.subplots(figsize=(width, height), **grid)
 
 
 def _legend(ax: Any) -> None:
@@ -38,24 +42,55 @@ def _legend(ax: Any) -> None:
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
 
 
+def _axis(release: str) -> str:
+    """A column label's axis (report/front.py's release_of writes `lm X`, `vlm Y`, or a
+    resolved cell's name with its mlx-lm)."""
+    return release.split(" ")[0] if release.startswith(("lm ", "vlm ")) else "resolved"
+
+
+def _by_version(release: str) -> tuple[Any, ...]:
+    try:
+        return (Version(release.split(" ")[1]), release)
+    except (IndexError, InvalidVersion):
+        return (Version("0"), release)
+
+
+def _groups(releases: list[str]) -> list[tuple[str, list[str]]]:
+    """Releases per axis: mlx-lm and mlx-vlm by version, resolved cells as they come."""
+    out = []
+    for axis in ("lm", "vlm", "resolved"):
+        mine = [r for r in dict.fromkeys(releases) if _axis(r) == axis]
+        if mine:
+            out.append((axis, mine if axis == "resolved" else sorted(mine, key=_by_version)))
+    return out
+
+
 def verdicts_per_release(report: CompatDoc) -> str:
-    fig, ax = _figure()
-    labels = [column_label(c) for c in report.cells]
-    bottom = [0] * len(labels)
+    """Stacked horizontal bars, one per cell (labels read across, never slanted), grouped as
+    the grid is: mlx-lm, mlx-vlm, then resolved cells."""
+    order = [label for _, labels in _groups([column_label(c) for c in report.cells])
+             for label in labels]
+    cell_of = {column_label(c): c.cell for c in report.cells}
+    counts = {v: [sum(1 for r in report.results if r.cell == cell_of[label] and r.verdict == v)
+                  for label in order] for v in VERDICTS}
+    fig, ax = _figure(9.0, 1.0 + 0.26 * len(order))
+    left = [0] * len(order)
     for verdict in VERDICTS:
-        counts = [sum(1 for r in report.results if r.cell == c.cell and r.verdict == verdict)
-                  for c in report.cells]
-        ax.bar(labels, counts, bottom=bottom, label=verdict, color=COLORS[verdict])
-        bottom = [b + n for b, n in zip(bottom, counts, strict=True)]
-    ax.set_ylabel("results")
+        ax.barh(order, counts[verdict], left=left, label=verdict, color=COLORS[verdict])
+        left = [a + n for a, n in zip(left, counts[verdict], strict=True)]
+    ax.set_xlim(0, max([*left, 1]) * 1.08)  # room after the longest bar, whatever its last part
+    ax.invert_yaxis()
+    ax.tick_params(axis="y", labelsize=9)
+    ax.set_xlabel("results")
     ax.set_title("Verdicts per release")
-    ax.tick_params(axis="x", rotation=60)
     _legend(ax)
     return _png(fig)
 
 
 def tok_s_per_release(rows: list[BenchLine], backend: str) -> str | None:
-    """Generation tok/s of subject `none` at each model's largest batch, per release."""
+    """Generation tok/s of subject `none` at each model's largest batch, per release: one
+    panel per axis (mlx-lm, mlx-vlm releases), lines only between releases of one axis and
+    broken where a release lacks the model; resolved cells as markers only."""
     found = [(b, b.measured.gen_tok_s.median) for b in rows if b.subject == UPSTREAM
              and b.measured is not None and b.measured.gen_tok_s.median]
     if not found:
@@ -65,15 +100,21 @@ def tok_s_per_release(rows: list[BenchLine], backend: str) -> str | None:
         best = series[b.model].get(b.release)
         if best is None or b.batch >= best[0]:
             series[b.model][b.release] = (b.batch, float(median or 0))
-    order = list(dict.fromkeys(b.release for b, _ in found))
-    fig, ax = _figure()
-    for model, points in sorted(series.items()):
-        xs = [r for r in order if r in points]
-        ax.plot(xs, [points[r][1] for r in xs], marker="o", label=model)
-    ax.set_ylabel("generation tok/s")
-    ax.set_title(f"Generation throughput per release on {backend} (largest batch, no patch)")
-    ax.tick_params(axis="x", rotation=60)
-    _legend(ax)
+    groups = _groups([b.release for b, _ in found])
+    fig, axes = _figure(9.0, 4.0, ncols=len(groups), sharey=True, squeeze=False,
+                        gridspec_kw={"width_ratios": [max(len(g), 2) for _, g in groups]})
+    names = {"lm": "mlx-lm releases", "vlm": "mlx-vlm releases", "resolved": "resolved cells"}
+    for ax, (axis, releases) in zip(axes[0], groups, strict=True):
+        for i, (model, points) in enumerate(sorted(series.items())):
+            ys = [points[r][1] if r in points else math.nan for r in releases]
+            ax.plot(releases, ys, marker="o", color=f"C{i}", label=model,
+                    linestyle="none" if axis == "resolved" else "-")
+        ax.set_title(names[axis], fontsize=9)
+        ax.set_xticks(range(len(releases)), [r.replace(" (", "\n(") for r in releases])
+        ax.tick_params(axis="x", rotation=90, labelsize=8)
+    axes[0][0].set_ylabel("generation tok/s")
+    fig.suptitle(f"Generation throughput per release on {backend} (largest batch, no patch)")
+    _legend(axes[0][-1])
     return _png(fig)
 
 
@@ -90,6 +131,9 @@ def speedup_per_batch(rows: list[BenchLine], backend: str) -> str | None:
                      if b.cell == cell and b.model == model)
         ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=f"{model} ({cell})")
     ax.set_xscale("log", base=2)
+    batches = sorted({b.batch for b, _ in found})
+    ax.set_xticks(batches, [str(n) for n in batches])
+    ax.minorticks_off()
     ax.set_xlabel("batch size")
     ax.set_ylabel("speedup over sequential")
     ax.set_title(f"Batching speedup per batch size on {backend}")
