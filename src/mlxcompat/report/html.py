@@ -17,8 +17,9 @@ from packaging.version import InvalidVersion, Version
 
 from mlxcompat.records.names import FAULTS, UPSTREAM
 from mlxcompat.records.report import Changes, CompatDoc, ReportCell
+from mlxcompat.report.columns import release_of
 from mlxcompat.report.context import banner
-from mlxcompat.report.front import front_pages, release_of
+from mlxcompat.report.front import front_pages
 from mlxcompat.report.markdown import FAULT_WORDS, TOP_PROBLEMS, fault_counts, span
 from mlxcompat.report.plots import all_plots
 from mlxcompat.report.standing import CODE, MEANING, SUFFIX, Mark
