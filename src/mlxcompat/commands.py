@@ -93,11 +93,16 @@ def cmd_bisect(args: argparse.Namespace, matrix: Matrix) -> int:
     return 0
 
 
-def cmd_releases(args: argparse.Namespace, matrix: Matrix) -> int:
-    """Releases on PyPI newer than the matrix's newest cells; --write appends cells."""
-    from mlxcompat.releases import check_releases
+def cmd_releases(args: argparse.Namespace) -> int:
+    """Releases on PyPI newer than the matrix's newest cells; --write appends cells, and
+    records every subject family's releases in <matrix>.lock.json (the matrix loads after)."""
+    from mlxcompat.matrix import load_matrix
+    from mlxcompat.releases import check_releases, lock_families
 
-    return check_releases(matrix, args.matrix, write=args.write, report=args.report)
+    unlocked = lock_families(args.matrix, write=args.write)
+    code = check_releases(load_matrix(args.matrix), args.matrix, write=args.write,
+                          report=args.report)
+    return max(code, int(bool(unlocked)))
 
 
 def cmd_cells(args: argparse.Namespace, matrix: Matrix) -> int:
@@ -167,7 +172,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     releases.add_argument("--write", action="store_true", help="append cells for them")
     releases.add_argument("--report", type=Path, default=Path("reports/compat.json"),
                           help="also name releases between cells where a verdict flips")
-    releases.set_defaults(func=cmd_releases)
+    releases.set_defaults(func=cmd_releases, no_matrix=True)
     cells = sub.add_parser("cells", help="cells=[...] of a tag, for a CI job matrix")
     cells.add_argument("--tag", default="all")
     cells.set_defaults(func=cmd_cells)

@@ -124,7 +124,7 @@ def merge_cell(opts: RunOptions, parts: dict[str, Part], need: NeedRecord | None
                                                metrics={"returncode": part.worker.code}))
         if part.benchmarks:
             bench_json[name] = part.benchmarks
-    share_rows(doc, run.same_as)
+    share_rows(doc, run.same_as, (s.name for s in opts.subjects if getattr(s, "install", ())))
     doc.env.need = need
     doc.env.jobs = run.jobs
     if run.install is not None:
