@@ -4,7 +4,8 @@ Requirements of a subject go into a folder of its own (`--no-deps --target`); lo
 installed editable, `--no-deps`. A reused venv whose install commands (and the pyproject.toml
 of everything installed editable) are unchanged since its last complete install, and whose
 mlx / mlx-lm / mlx-vlm files still match their RECORD (a subject may write into them: vMLX
-1.6.81 replaces mlx_lm/models/deepseek_v3.py on import), is not installed again.
+1.6.81 replaces mlx_lm/models/deepseek_v3.py on import), is not installed again. Those files
+are copied out of uv's hard-linked cache first, so such a write stays in this venv.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from mlxcompat.installs import harness_requirement, install_key, tampered
+from mlxcompat.installs import harness_requirement, install_key, tampered, unshare_watched
 from mlxcompat.matrix import Cell, Matrix
 from mlxcompat.records.cell import InstallRecord, SubjectInstall
 from mlxcompat.sharing import folder_reader, plan_sharing
@@ -60,6 +61,7 @@ def install_cell(session: Any, matrix: Matrix, cell: Cell, requirements: list[st
     done = json.loads(marker.read_text()) if marker.exists() else {}
     changed = tampered(venv)
     if done.get("key") == key and not changed and not cell.sources:
+        unshare_watched(venv)
         record.subjects = {n: SubjectInstall(ok=True) for n in done["subjects"]}
         record.seconds, record.reused = 0.0, True
         record.log_tail = "install inputs unchanged since the last install: skipped"
@@ -87,10 +89,13 @@ def install_cell(session: Any, matrix: Matrix, cell: Cell, requirements: list[st
                 record.ok, record.error = False, why
             else:
                 record.subjects[name] = SubjectInstall(ok=False, error=f"failed: {why}")
+    copied = unshare_watched(venv)  # before any subject runs: see drivers/installed.py
     record.seconds = round(time.perf_counter() - start, 2)
     lines = log.read_text(errors="replace").splitlines() if log.exists() else []
     record.log_tail = "\n".join(([f"reinstalled: {', '.join(changed)} differed from their "
-                                  "RECORD"] if changed else []) + lines[-25:])
+                                  "RECORD"] if changed else []) + lines[-25:]
+                                 + [f"{copied} mlx / mlx-lm / mlx-vlm files unshared from "
+                                    "the installer's cache"])
     for package, source in cell.sources.items():
         record.sources[package] = installed(source, matrix.source_dir(), venv)
         record.resolved[package] = record.sources[package].version

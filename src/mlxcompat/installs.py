@@ -75,3 +75,10 @@ def tampered(venv: Path) -> list[str]:
 
     return [c for site in sorted(venv.glob("lib/python*/site-packages"))
             for c in changed_files(site)]
+
+
+def unshare_watched(venv: Path) -> int:
+    """mlx / mlx-lm / mlx-vlm files of `venv` copied out of uv's hard-linked cache."""
+    from mlxcompat.drivers.installed import unshare
+
+    return sum(unshare(site) for site in sorted(venv.glob("lib/python*/site-packages")))

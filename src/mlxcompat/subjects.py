@@ -166,11 +166,14 @@ def apply_entry_point(subject: str, role: RoleDecl, entry_point: str) -> PatchRo
     returned, raised, log = _call(func)
     after = snapshot(role.targets)
     replaced = changed(before, after) + _files(stat_changes(files, stat_files(folders)))
-    if raised is not None:
+    if raised is not None:  # called again: does it now succeed, raise again, change more?
+        _, again, _ = _call(func)
         return PatchRow(**row, observed="error", changed=replaced,
                         detail=describe_exception(raised), log=log[-5:],
-                        idempotence=Idempotence(raised=True, left_changed=replaced,
-                                                wrote_files=_wrote(replaced)))
+                        idempotence=Idempotence(
+                            raised=True, left_changed=replaced, wrote_files=_wrote(replaced),
+                            second_call_raised=_text(again),
+                            second_call_changed=changed(after, snapshot(role.targets))))
     observed, seen = _observed(replaced, targets_present(before, role))
     claim = _claim(returned)
     reported = getattr(returned, "detail", "")

@@ -83,8 +83,11 @@ def idempotence_problems(row: PatchRow) -> list[str]:
     wrote = [f"wrote installed files {', '.join(rec.wrote_files[:4])} (they outlive the "
              "process and every unpatch)"] if rec.wrote_files else []
     if rec.raised:
+        again = [f"a second call raised again ({rec.second_call_raised[:120]}) and changed "
+                 + (", ".join(rec.second_call_changed[:4]) or "nothing more")
+                 ] if rec.second_call_raised and rec.left_changed else []
         return [f"raised after changing {', '.join(rec.left_changed[:6])} (half-applied)",
-                *wrote] if rec.left_changed else wrote
+                *again, *wrote] if rec.left_changed else wrote
     problems = wrote
     if rec.second_call_raised:
         problems.append(f"second call raised {rec.second_call_raised}")

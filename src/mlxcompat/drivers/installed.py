@@ -17,9 +17,12 @@ from pathlib import Path
 WATCHED = ("mlx", "mlx-lm", "mlx-vlm")
 
 
-def _digest(path: Path) -> str:
-    raw = hashlib.sha256(path.read_bytes()).digest()
-    return "sha256=" + base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+def _digest(path: Path, recorded: str) -> str:
+    """The file's digest in the RECORD's own form (mlx 0.29's RECORD omits `sha256=`)."""
+    algorithm, _, _ = recorded.rpartition("=")
+    raw = hashlib.new(algorithm or "sha256", path.read_bytes()).digest()
+    value = base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+    return f"{algorithm}={value}" if algorithm else value
 
 
 def _record(dist_info: Path) -> list[tuple[str, str]]:
@@ -42,7 +45,7 @@ def changed_in(site: Path, dist_info: Path) -> list[str]:
             folders.add(path.parent)
         if not path.exists():
             found.append(f"{name} (removed)")
-        elif _digest(path) != digest:
+        elif _digest(path, digest) != digest:
             found.append(name)
     known = {(site / name).resolve() for name, _ in listed}
     for folder in sorted(folders):
@@ -103,3 +106,26 @@ def stat_files(folders: list[Path]) -> Stat:
 
 def stat_changes(before: Stat, after: Stat) -> list[str]:
     return [k for k in sorted({*before, *after}) if before.get(k) != after.get(k)]
+
+
+def unshare(site: Path, names: tuple[str, ...] = WATCHED) -> int:
+    """Give `site` its own copy of every watched file that is a hard link (uv links installs
+    to its cache): a subject that writes into one must not change the cache and every other
+    environment linked to it. Returns how many files were copied."""
+    import os
+    import shutil
+
+    copied = 0
+    for name in names:
+        stem = name.replace("-", "_").lower()
+        for info in site.glob("*.dist-info"):
+            if info.name.lower().split("-")[0] != stem:
+                continue
+            for rel, _ in _record(info):
+                path = site / rel
+                if path.is_file() and not path.is_symlink() and path.stat().st_nlink > 1:
+                    tmp = path.with_name(f".{path.name}.mlxcompat-copy")
+                    shutil.copy2(path, tmp)
+                    os.replace(tmp, path)
+                    copied += 1
+    return copied
