@@ -15,7 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from mlxcompat.records.cell import read_cell  # noqa: E402
+from mlxcompat.records.cell import read_cell
 
 
 def rows(path: Path) -> tuple[dict, dict, dict]:
