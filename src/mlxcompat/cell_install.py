@@ -18,6 +18,7 @@ from typing import Any
 
 from mlxcompat.installs import harness_requirement, install_key, tampered, unshare_watched
 from mlxcompat.matrix import Cell, Matrix
+from mlxcompat.matrix_entries import packaged
 from mlxcompat.records.cell import InstallRecord, SubjectInstall
 from mlxcompat.sharing import folder_reader, plan_sharing
 from mlxcompat.source_install import installed
@@ -42,9 +43,9 @@ def _plan(matrix: Matrix, cell: Cell, record: InstallRecord, venv: Path
         if spec.requirements:
             plan.append((name, ["--no-deps", "--target", str(venv / "subjects" / name),
                                 *spec.requirements]))
-        for path in spec.paths:
-            target = (matrix.source_dir() / path).expanduser().resolve()
-            plan.append((name, ["--no-deps", "-e", str(target)]))
+        for target in spec.folders(matrix.source_dir()):
+            if packaged(target):  # else it runs from where it is (workers.subject_env)
+                plan.append((name, ["--no-deps", "-e", str(target)]))
     return plan
 
 

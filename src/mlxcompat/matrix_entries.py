@@ -41,9 +41,18 @@ class SubjectSpec:
     def requirements(self) -> tuple[str, ...]:
         return tuple(i for i in self.install if not is_path(i))
 
+    def folders(self, base: Path) -> tuple[Path, ...]:
+        return tuple((base / p).expanduser().resolve() for p in self.paths)
+
 
 def is_path(entry: str) -> bool:
     return entry == "." or entry.startswith(("./", "../", "/", "~"))
+
+
+def packaged(folder: Path) -> bool:
+    """Can pip install the folder? One without packaging metadata (LM Studio's mlx-engine is
+    a requirements.txt and a package folder) goes on the subject's path as it is."""
+    return any((folder / f).exists() for f in ("pyproject.toml", "setup.py", "setup.cfg"))
 
 
 @dataclass(frozen=True)

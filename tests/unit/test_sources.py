@@ -86,3 +86,16 @@ def test_what_was_installed_comes_from_the_dist_info(tmp_path: Path) -> None:
     got = installed(Source("mlx-lm", git="file:///srv/mlx-lm", ref="main"), tmp_path, tmp_path)
     assert (got.version, got.commit) == ("0.32.2", SHA)
     assert got.requested == "mlx-lm @ git+file:///srv/mlx-lm@main"
+
+
+def test_a_subject_tree_without_packaging_metadata_runs_from_where_it_is(tmp_path: Path) -> None:
+    from mlxcompat.matrix_entries import SubjectSpec, packaged
+
+    engine, lib = tmp_path / "mlx-engine", tmp_path / "lib"
+    (engine / "mlx_engine").mkdir(parents=True)
+    (engine / "requirements.txt").write_text("mlx==0.32.0\n")
+    lib.mkdir()
+    (lib / "pyproject.toml").write_text("[project]\nname = 'lib'\n")
+    spec = SubjectSpec("engine", install=("./mlx-engine", "./lib", "somepkg==1"))
+    assert spec.folders(tmp_path) == (engine, lib)
+    assert (packaged(engine), packaged(lib)) == (False, True)
