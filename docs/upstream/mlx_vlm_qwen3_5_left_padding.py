@@ -15,7 +15,9 @@ decoding continues at each row's real length (our reading of qwen3_5/language.py
 script prints the keys' difference). Observed on Linux x86_64 CPU: prefill |Δ logit| ≤ 5e-7,
 first decode step 0.0877, other greedy tokens at step 2; keys of the padded row |Δ| 2.9
 (the harness's `vlm` check, scenario padded: |Δ logprob| 0.50). Expected: 0 up to float32
-noise (1e-4).
+noise (1e-4). LM Studio's mlx-engine works around this decode path in its own patch
+(mlx_engine/model_kit/patches/qwen3_5.py at 08f0c07, which hands left-padded text-only
+decode steps each row's offset as its position).
 """
 
 import mlx.core as mx
