@@ -60,3 +60,12 @@ def test_a_cell_with_one_release_of_the_family_has_no_axis() -> None:
     report = _report()
     report.results = [r for r in report.results if r.subject == "srv-0.3.0"]
     assert subject_axes(report, {"srv": FAMILY}) == []
+
+
+def test_a_cell_that_measured_two_releases_names_them_without_ranges() -> None:
+    report = _report()
+    keep = {"srv-0.2.5", "srv-0.3.0"}
+    report.results = [r for r in report.results if r.subject in keep]
+    report.patches = [p for p in report.patches if p.subject in keep]
+    (axis,) = subject_axes(report, {"srv": FAMILY})
+    assert axis.line() == "srv on c: 0.2.5 mamba patches · 0.3.0+ mamba only logs"

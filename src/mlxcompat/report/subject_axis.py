@@ -91,20 +91,25 @@ def _standing(rows: list[ReportRow]) -> str:
     return f"{len(bad)} not pass ({own} its own)" if own else f"{len(bad)} not pass (upstream)"
 
 
-def _runs(words: list[tuple[str, str]]) -> list[Run]:
+def _runs(words: list[tuple[str, str]], family: tuple[str, ...] = ()) -> list[Run]:
+    """Neighbouring releases with the same word; `≤ X` / `X+` only where the run reaches the
+    family's first / last release and no release between is unmeasured (else `A–B`, or the
+    releases one by one where the cell skipped some)."""
     runs: list[Run] = []
     for release, word in words:
         if runs and runs[-1].word == word:
             runs[-1].releases.append(release)
         else:
             runs.append(Run(word, [release], ""))
-    for i, run in enumerate(runs):
+    order = {v: i for i, v in enumerate(family)}
+    for run in runs:
         first, last = run.releases[0], run.releases[-1]
-        if len(runs) == 1:
-            run.span = f"{first}–{last}" if first != last else first
-        elif i == 0:
+        whole = not family or order.get(last, 0) - order.get(first, 0) + 1 == len(run.releases)
+        if not whole:
+            run.span = ", ".join(run.releases)
+        elif len(runs) > 1 and family and first == family[0]:
             run.span = f"≤ {last}"
-        elif i == len(runs) - 1:
+        elif len(runs) > 1 and family and last == family[-1]:
             run.span = f"{first}+"
         else:
             run.span = f"{first}–{last}" if first != last else first
@@ -149,9 +154,9 @@ def subject_axes(report: CompatDoc, families: dict[str, Family],
                     roles[p.role][release] = _patch_word([p]).partition(" ")[2]
             axes.append(SubjectAxis(
                 family.name, cell.cell,
-                _runs([(v, _patch_word(patches[v])) for v in present]),
+                _runs([(v, _patch_word(patches[v])) for v in present], family.versions),
                 _runs([(v, _standing([r for r in rows if r.subject == name[v]]))
-                       for v in present]),
+                       for v in present], family.versions),
                 _changes(present, verdicts, roles),
                 {members[s]: members.get(c.same_as, c.same_as)
                  for s, c in cell.subjects.items() if s in members and c.same_as}))
