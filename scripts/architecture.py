@@ -45,12 +45,14 @@ TOP_LEVEL_ROOM = {
     "registry": "registry",
     # what a run is: the matrix, its settings and expectations, run specs, bench statistics
     "settings": "matrix", "expectations": "matrix", "matrix": "matrix", "spec": "matrix",
-    "matrix_entries": "matrix", "matrix_schema": "matrix",
+    "matrix_entries": "matrix", "matrix_schema": "matrix", "families": "matrix",
+    "sources": "matrix",
     "bench": "matrix",
     "plugin": "suite", "subjects": "suite",
     "runner": "runner", "workers": "runner", "forkserver": "runner", "merge": "runner",
     "inputs": "runner", "installs": "runner", "resolve": "runner", "pypi": "runner",
     "hosted": "runner",
+    "sharing": "runner", "source_install": "runner",
 }
 ENTRY = "entry"
 LOOKUP_METHODS = ("get", "setdefault", "pop")

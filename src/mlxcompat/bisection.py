@@ -1,5 +1,5 @@
 """`mlxcompat bisect`: the first mlx-lm (or mlx-vlm) release whose verdict differs from the
-lower bound's.
+lower bound's (`--axis subject`: the first release of a subject family, bisect_subjects.py).
 
 Candidates are all PyPI releases in the range (yanked and pre-releases skipped), not just the
 matrix cells. Each visited release becomes a cell of a generated matrix file pinned to the mlx
@@ -50,7 +50,7 @@ def validate(matrix: Matrix, check: str, model: str, where: dict[str, str],
     path) to the value the search follows."""
     if check not in bisectable():
         raise MatrixError(f"unknown check {check!r}; valid: {', '.join(bisectable())}")
-    if model not in matrix.registry.models:
+    if model and model not in matrix.registry.models:
         raise MatrixError(f"unknown model {model!r}; valid: {', '.join(matrix.registry.models)}")
     values = CATALOG[check].values(matrix.registry)
     for key, value in where.items():
@@ -60,7 +60,7 @@ def validate(matrix: Matrix, check: str, model: str, where: dict[str, str],
         allowed = values[key]
         if allowed is not None and value not in allowed:
             raise MatrixError(f"unknown {key} {value!r} of {check}; valid: {', '.join(allowed)}")
-    if subject not in matrix.subjects:
+    if subject not in matrix.subjects and subject not in matrix.families:
         raise MatrixError(f"unknown subject {subject!r}; valid: {', '.join(matrix.subjects)}")
 
 
@@ -96,6 +96,13 @@ class Bisect:
 
     def cell_id(self, version: str) -> str:
         return f"{self.axis}-{version}"
+
+    def candidates(self, low: str, high: str, wheels: Path) -> list[str]:
+        """Every PyPI release of the axis from `low` to `high` where the model exists."""
+        versions = releases(self.axis, low, high)
+        if len(versions) < 2:
+            raise BisectError(f"fewer than two releases between {low} and {high}")
+        return _narrow(self, versions, wheels)
 
     def _cell(self, version: str, wheels: Path) -> dict[str, Any]:
         if self.axis == "mlx-lm":
@@ -163,8 +170,9 @@ class Bisect:
               + (f"  {found[1][:120]}" if found[1] else ""), flush=True)
         return found
 
-    def _read(self, path: Path) -> tuple[str, str]:
+    def _read(self, path: Path, subject: str = "") -> tuple[str, str]:
         """(finding, detail) of the searched rows in one release's cell document."""
+        subject = subject or self.subject
         try:
             doc = read_cell(path)
         except RecordError as exc:
@@ -173,7 +181,7 @@ class Bisect:
             tail = doc.install.log_tail.splitlines()
             return "install-failed", tail[-1] if tail else doc.install.error
         found = [r for r in doc.results if (r.check, r.model, r.subject) == (
-            self.check, self.model, self.subject)
+            self.check, self.model, subject)
             and all(getattr(r, k) == v for k, v in self.where.items())]
         if not found:
             return "missing", "the cell produced no such result"
@@ -230,10 +238,7 @@ def _decided(b: Bisect, version: str, found: tuple[str, str]) -> str:
 def run_bisect(b: Bisect, low: str, high: str, wheels: Path) -> dict[str, Any]:
     """Binary search for the first release whose verdict differs from `low`'s."""
     start = time.perf_counter()
-    versions = releases(b.axis, low, high)
-    if len(versions) < 2:
-        raise BisectError(f"fewer than two releases between {low} and {high}")
-    versions = _narrow(b, versions, wheels)
+    versions = b.candidates(low, high, wheels)
     if len(versions) < 2:
         raise BisectError(f"{b.model} exists only in {versions[0]} within the range")
     print(f"[bisect] {len(versions)} releases from {versions[0]} to {versions[-1]}", flush=True)

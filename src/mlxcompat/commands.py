@@ -71,6 +71,16 @@ def cmd_bisect(args: argparse.Namespace, matrix: Matrix) -> int:
     work = args.work or Path(".nox") / f"bisect-{args.check}-{args.model}-{named}"
     b = Bisect(matrix, args.check, args.model, where, args.subject, work.resolve(),
                args.noxfile.resolve(), args.axis)
+    if args.axis == "subject":
+        from mlxcompat.bisect_subjects import SubjectBisect
+
+        if args.subject not in matrix.families or not args.cell:
+            raise MatrixError("--axis subject walks a subject family's releases on one cell: "
+                              f"--subject {'|'.join(matrix.families) or '<family>'} --cell ID")
+        matrix.cell(args.cell)
+        work = args.work or Path(".nox") / f"bisect-{args.subject}-{args.cell}-{args.check}"
+        b = SubjectBisect(matrix, args.check, args.model, where, args.subject, work.resolve(),
+                          args.noxfile.resolve(), "subject", cell=args.cell)
     try:
         result = run_bisect(b, args.between[0], args.between[1], args.wheels)
     except BisectError as exc:
@@ -93,11 +103,16 @@ def cmd_bisect(args: argparse.Namespace, matrix: Matrix) -> int:
     return 0
 
 
-def cmd_releases(args: argparse.Namespace, matrix: Matrix) -> int:
-    """Releases on PyPI newer than the matrix's newest cells; --write appends cells."""
-    from mlxcompat.releases import check_releases
+def cmd_releases(args: argparse.Namespace) -> int:
+    """Releases on PyPI newer than the matrix's newest cells; --write appends cells, and
+    records every subject family's releases in <matrix>.lock.json (the matrix loads after)."""
+    from mlxcompat.matrix import load_matrix
+    from mlxcompat.releases import check_releases, lock_families
 
-    return check_releases(matrix, args.matrix, write=args.write, report=args.report)
+    unlocked = lock_families(args.matrix, write=args.write)
+    code = check_releases(load_matrix(args.matrix), args.matrix, write=args.write,
+                          report=args.report)
+    return max(code, int(bool(unlocked)))
 
 
 def cmd_cells(args: argparse.Namespace, matrix: Matrix) -> int:
@@ -152,15 +167,17 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     drift.set_defaults(func=cmd_drift)
     bisect = sub.add_parser("bisect", help="first mlx-lm / mlx-vlm release where a verdict changes")
     bisect.add_argument("--check", required=True)
-    bisect.add_argument("--model", required=True)
+    bisect.add_argument("--model", default="", help="('' for patch-status / idempotence rows)")
     bisect.add_argument("--mode", default="", help="parity mode (e.g. history)")
     bisect.add_argument("--role", default="", help="role (patch-status, idempotence, import)")
     bisect.add_argument("--scenario", default="", help="scenario (glm4v, cache-contract)")
     bisect.add_argument("--path", default="", help="GLM4V path (inner, outer)")
     bisect.add_argument("--subject", default="none")
     bisect.add_argument("--between", nargs=2, required=True, metavar=("LOW", "HIGH"))
-    bisect.add_argument("--axis", choices=("mlx-lm", "mlx-vlm"), default="mlx-lm",
-                        help="which package's releases to walk (default mlx-lm)")
+    bisect.add_argument("--axis", choices=("mlx-lm", "mlx-vlm", "subject"), default="mlx-lm",
+                        help="which package's releases to walk (default mlx-lm; subject: the "
+                        "releases of the family --subject on --cell)")
+    bisect.add_argument("--cell", default="", help="the cell of --axis subject")
     bisect.add_argument("--work", type=Path, default=None, help="scratch folder")
     bisect.add_argument("--wheels", type=Path, default=Path(".nox/wheels"))
     bisect.add_argument("--noxfile", type=Path, default=Path("noxfile.py"))
@@ -169,7 +186,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     releases.add_argument("--write", action="store_true", help="append cells for them")
     releases.add_argument("--report", type=Path, default=Path("reports/compat.json"),
                           help="also name releases between cells where a verdict flips")
-    releases.set_defaults(func=cmd_releases)
+    releases.set_defaults(func=cmd_releases, no_matrix=True)
     cells = sub.add_parser("cells", help="cells=[...] of a tag, for a CI job matrix")
     cells.add_argument("--tag", default="all")
     cells.set_defaults(func=cmd_cells)

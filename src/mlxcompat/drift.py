@@ -38,6 +38,12 @@ def scan_release(pins: dict[str, str], cache: Path) -> dict[str, Any]:
     return row
 
 
+# Where the servers' users run them (what resolve.py resolves as-installed cells for): a
+# requirement with a marker counts where it holds there (vMLX caps mlx-vlm on Darwin only).
+APPLE = {"sys_platform": "darwin", "platform_system": "Darwin", "platform_machine": "arm64",
+         "os_name": "posix", "python_version": "3.11", "extra": ""}
+
+
 def subject_requires(matrix: Matrix, cache: Path) -> dict[str, dict[str, str]]:
     """What each subject installed from a pinned requirement declares it needs of mlx-lm,
     mlx-vlm and mlx (its Requires-Dist on PyPI), for the report's ∅ marks."""
@@ -51,8 +57,8 @@ def subject_requires(matrix: Matrix, cache: Path) -> dict[str, dict[str, str]]:
             ranges = {}
             for line in requires_dist(parsed.name, pinned[0], cache):
                 dep = Requirement(line)
-                if dep.name in ("mlx-lm", "mlx-vlm", "mlx") and str(dep.specifier) and not (
-                        dep.marker and "extra" in str(dep.marker)):
+                if dep.name in ("mlx-lm", "mlx-vlm", "mlx") and str(dep.specifier) and (
+                        dep.marker is None or dep.marker.evaluate(APPLE)):
                     ranges[dep.name] = str(dep.specifier)
             found[spec.name] = ranges
     return found

@@ -26,9 +26,11 @@ from mlxcompat.registry import Registry
 from mlxcompat.validation import fail, mapping, names, specifier
 
 PINNED = ("mlx-lm", "mlx", "mlx-vlm")
+# A family member's own release (mlxcompat.families): `release: ">=0.2.8"`.
+VERSIONED = (*PINNED, "release")
 ROW_KEYS = tuple(k for k in KEYS if k != "model")  # keys whose values a check declares
 NAME_KEYS = ("check", *KEYS, "subject", "cell", "backend")
-MATCH_KEYS = (*NAME_KEYS, *PINNED, "device")
+MATCH_KEYS = (*NAME_KEYS, *VERSIONED, "device")
 EXPECT_KEYS = {"match", "verdict", "reason", "link", "open", "max_delta", "tokens_equal", "error"}
 _UPPER = ("<", "<=", "==", "===", "~=")
 
@@ -172,14 +174,20 @@ def _bounds(raw: dict[str, Any], path: str, verdict: str) -> tuple[float | None,
 
 
 def parse_expectation(raw: Any, i: int, registry: Registry, subjects: tuple[str, ...],
-                      cells: tuple[str, ...], backends: tuple[str, ...]) -> Expectation:
+                      cells: tuple[str, ...], backends: tuple[str, ...],
+                      families: dict[str, tuple[str, ...]] | None = None) -> Expectation:
+    """One entry; a family's name in `match.subject` stands for every member of it."""
     path = f"expectations[{i}]"
     raw = mapping(raw, path, EXPECT_KEYS)
-    match = mapping(raw.get("match") or {}, f"{path}.match", MATCH_KEYS)
+    match = dict(mapping(raw.get("match") or {}, f"{path}.match", MATCH_KEYS))
+    if families and "subject" in match:
+        given = match["subject"] if isinstance(match["subject"], list) else [match["subject"]]
+        match["subject"] = list(dict.fromkeys(
+            m for name in given for m in families.get(name, (name,))))
     known = {"check": tuple(CATALOG), "model": tuple(registry.models), "subject": subjects,
              "cell": cells, "backend": backends}
     found = _match_names(match, path, registry, known)
-    versions = {k: specifier(match[k], f"{path}.match.{k}") for k in PINNED if k in match}
+    versions = {k: specifier(match[k], f"{path}.match.{k}") for k in VERSIONED if k in match}
     device = match.get("device", [])
     device = tuple(device if isinstance(device, list) else [device])
     verdict = raw.get("verdict")

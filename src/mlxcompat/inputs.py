@@ -57,11 +57,16 @@ def subject_inputs(subject: SubjectSpec, base: Path) -> dict[str, Any]:
 
 
 def cell_inputs(pins: dict[str, str], backend: str, label: str, selection: dict[str, Any],
-                subjects: list[SubjectSpec], base: Path) -> Inputs:
-    """The inputs of one cell run: one digest for the cell, one per subject."""
+                subjects: list[SubjectSpec], base: Path,
+                sources: dict[str, str] | None = None) -> Inputs:
+    """The inputs of one cell run: one digest for the cell, one per subject (`sources`: the
+    commit or tree hash of each package built from source)."""
     releases = {k: pins[k] for k in RELEASES if k in pins}
-    cell = digest({"pins": releases, "backend": backend, "label": label,
-                   "selection": selection, "harness": harness_hash()})
+    what: dict[str, Any] = {"pins": releases, "backend": backend, "label": label,
+                            "selection": selection, "harness": harness_hash()}
+    if sources:
+        what["sources"] = dict(sorted(sources.items()))
+    cell = digest(what)
     return Inputs(cell=cell, subjects={s.name: digest(subject_inputs(s, base))
                                        for s in subjects})
 

@@ -76,3 +76,18 @@ def install_key(plan: list[tuple[str, list[str]]], python: str) -> str:
                 pyproject = Path(args[i + 1]) / "pyproject.toml"
                 meta[args[i + 1]] = pyproject.read_text() if pyproject.exists() else ""
     return digest({"plan": plan, "editable": meta, "python": python})
+
+
+def tampered(venv: Path) -> list[str]:
+    """Files of mlx / mlx-lm / mlx-vlm in `venv` that differ from their RECORD."""
+    from mlxcompat.drivers.installed import changed_files
+
+    return [c for site in sorted(venv.glob("lib/python*/site-packages"))
+            for c in changed_files(site)]
+
+
+def unshare_watched(venv: Path) -> int:
+    """mlx / mlx-lm / mlx-vlm files of `venv` copied out of uv's hard-linked cache."""
+    from mlxcompat.drivers.installed import unshare
+
+    return sum(unshare(site) for site in sorted(venv.glob("lib/python*/site-packages")))

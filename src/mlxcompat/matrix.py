@@ -15,6 +15,7 @@ import yaml
 
 from mlxcompat.checks.catalog import CATALOG, DEFAULT_CHECKS, selectable
 from mlxcompat.expectations import Expectation, first_covering, parse_expectation
+from mlxcompat.families import Family
 from mlxcompat.matrix_entries import (
     LATEST,
     Backend,
@@ -26,7 +27,9 @@ from mlxcompat.matrix_entries import (
     parse_runners,
     parse_subjects,
 )
+from mlxcompat.records.base import RecordError
 from mlxcompat.records.cell import Environment
+from mlxcompat.records.lock import ReleaseLock, lock_path, read_lock
 from mlxcompat.records.rows import ResultRow
 from mlxcompat.registry import Registry, RegistryError, build_registry
 from mlxcompat.settings import BenchProfile, Settings, parse_settings
@@ -56,6 +59,7 @@ class Matrix:
     checks: tuple[str, ...] = DEFAULT_CHECKS
     runners: dict[str, Runner] = field(default_factory=dict)
     path: Path | None = None
+    families: dict[str, Family] = field(default_factory=dict)
 
     def cell(self, cell_id: str) -> Cell:
         for c in self.cells:
@@ -91,7 +95,11 @@ class Matrix:
 
     def expectation_for(self, result: ResultRow, base: str, packages: dict[str, str],
                         env: Environment | None = None) -> Expectation | None:
-        """The first expectation that covers `result` of matrix cell `base`."""
+        """The first expectation that covers `result` of matrix cell `base` (a family
+        member's release is matched by an expectation's `release`)."""
+        subject = self.subjects.get(result.subject)
+        if subject is not None and subject.version:
+            packages = {**packages, "release": subject.version}
         return first_covering(self.expectations, result, base, packages, env)
 
     def cells_for(self, label: str = "", tag: str = "", only: tuple[str, ...] = ()
@@ -127,8 +135,19 @@ def _role_checks(registry: Registry) -> None:
                            f"unknown check {check!r}; known: {', '.join(CATALOG)}")
 
 
-def parse_matrix(data: Any, path: Path | None = None) -> Matrix:
-    """Validate an already-parsed matrix document."""
+def _lock(path: Path | None) -> ReleaseLock | None:
+    if path is None:
+        return None
+    try:
+        return read_lock(lock_path(path))
+    except RecordError as exc:
+        raise MatrixError(f"{lock_path(path).name}: {exc}") from None
+
+
+def parse_matrix(data: Any, path: Path | None = None, lock: ReleaseLock | None = None
+                 ) -> Matrix:
+    """Validate an already-parsed matrix document (`lock`: the families' release lists;
+    default: `<matrix>.lock.json` beside `path`)."""
     data = mapping(data, "<top>", TOP_KEYS)
     if data.get("schema") == 2:
         raise fail("schema", f"2; this mlxcompat reads schema {SCHEMA}: {SCHEMA_2_FIX}")
@@ -143,14 +162,15 @@ def parse_matrix(data: Any, path: Path | None = None) -> Matrix:
     backends = parse_backends(data.get("backends"))
     if settings.backend not in backends:
         raise fail("settings.backend", f"{settings.backend!r}; known: {', '.join(backends)}")
-    subjects = parse_subjects(data.get("subjects"), registry)
+    subjects, families = parse_subjects(data.get("subjects"), registry,
+                                        lock if lock is not None else _lock(path))
     checks = names(data.get("checks", list(DEFAULT_CHECKS)), "checks", selectable(), "check")
     defaults = mapping(data.get("defaults") or {}, "defaults", {"subjects", "models"})
     raw_cells = data.get("cells")
     if not isinstance(raw_cells, list) or not raw_cells:
         raise fail("cells", "expected a non-empty list of cells")
-    cells = tuple(parse_cell(c, i, defaults, subjects, registry, int(settings.timeout_s))
-                  for i, c in enumerate(raw_cells))
+    cells = tuple(parse_cell(c, i, defaults, subjects, registry, int(settings.timeout_s),
+                             families) for i, c in enumerate(raw_cells))
     for i, c in enumerate(cells):
         if c.bench and c.bench not in settings.bench.profiles:
             raise fail(f"cells[{i}].bench", f"{c.bench!r}; known: "
@@ -161,12 +181,13 @@ def parse_matrix(data: Any, path: Path | None = None) -> Matrix:
             raise fail(f"cells[{i}].id", f"duplicate cell id {c.id!r} (also cells[{seen[c.id]}])")
         seen[c.id] = i
     runners = parse_runners(data.get("runners"), cells, backends, subjects, registry)
+    members = {name: tuple(f.members()) for name, f in families.items()}
     expectations = tuple(
         parse_expectation(e, i, registry, tuple(subjects), tuple(c.id for c in cells),
-                          tuple(backends))
+                          tuple(backends), members)
         for i, e in enumerate(data.get("expectations") or []))
     return Matrix(settings, backends, subjects, cells, expectations, registry, checks, runners,
-                  path)
+                  path, families)
 
 
 def load_matrix(path: Path | str = "matrix.yaml") -> Matrix:

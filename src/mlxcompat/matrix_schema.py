@@ -63,9 +63,35 @@ class SubjectFile(_Strict):
                                          description="role -> module:function")
 
 
+class FamilyEntryFile(_Strict):
+    entry: str = Field(description="module:function")
+    releases: str = Field("", description="the releases that ship its module (a specifier)")
+
+
+class FamilyFile(_Strict):
+    """Many releases of one package, one subject each (mlxcompat.families)."""
+
+    description: str = ""
+    package: str = Field(description="the package on the index")
+    versions: Literal["all", "newest"] | list[str] = Field(
+        "all", description="all or newest (from <matrix>.lock.json), or a list of releases")
+    within: str = Field("", description="a version specifier the releases must satisfy")
+    entry_points: dict[str, str | FamilyEntryFile] = Field(
+        default_factory=dict, description="role -> module:function, or with its releases")
+
+
+class SourceFile(_Strict):
+    """A package built from source: a git URL at a commit or ref, or a local folder."""
+
+    git: str | None = None
+    commit: str | None = None
+    ref: str | None = None
+    path: str | None = None
+
+
 class ModelFile(_Strict):
     factory: str = Field(description="module:function, seed -> tiny model")
-    runner: Literal["lm", "glm4v"]
+    runner: Literal["lm", "glm4v", "vlm"]
     modes: list[str] | None = None
     description: str = ""
 
@@ -81,12 +107,13 @@ class RoleFile(_Strict):
 
 class CellFile(_Strict):
     id: str | None = None
-    mlx_lm: str | None = Field(None, alias="mlx-lm")
-    mlx: str | None = None
-    mlx_vlm: str | None = Field(None, alias="mlx-vlm")
+    mlx_lm: str | SourceFile | None = Field(None, alias="mlx-lm")
+    mlx: str | SourceFile | None = None
+    mlx_vlm: str | SourceFile | None = Field(None, alias="mlx-vlm")
     resolve: str | None = Field(None, description="latest, or a subject name")
     models: list[str] | None = None
     subjects: list[str] | None = None
+    extra_subjects: list[str] | None = Field(None, description="added to the defaults")
     tags: list[str] = Field(default_factory=list)
     timeout_s: float | None = None
     bench_models: list[str] | None = None
@@ -115,6 +142,7 @@ class MatchFile(_Strict):
     mlx_lm: str | None = Field(None, alias="mlx-lm", description="a version specifier")
     mlx: str | None = None
     mlx_vlm: str | None = Field(None, alias="mlx-vlm")
+    release: str | None = Field(None, description="a family member's release (a specifier)")
     device: Names | None = None
 
 
@@ -140,7 +168,7 @@ class MatrixFile(_Strict):
     schema_: Literal[3] = Field(alias="schema")
     settings: SettingsFile | None = None
     backends: dict[str, BackendFile]
-    subjects: dict[str, SubjectFile | None]
+    subjects: dict[str, FamilyFile | SubjectFile | None]
     models: dict[str, ModelFile] | None = None
     roles: dict[str, RoleFile] | None = None
     checks: list[str] | None = None

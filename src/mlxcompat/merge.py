@@ -4,7 +4,8 @@ A part is what a subject process recorded. The runner knows how many rows each s
 collected; a process that exited with anything but 0/1, was killed, ran out of time, never
 started, wrote an unreadable record or recorded fewer rows than it collected adds one
 `error` row naming the cause and the tail of its output. Reused subjects (`--reuse`) are
-copied from the previous document.
+copied from the previous document; a subject that shares another's run (byte-identical entry
+points' modules, `mlxcompat.sharing`) gets that run's rows.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from mlxcompat.records.cell import CellDoc, SubjectCounts
 from mlxcompat.records.names import UPSTREAM
 from mlxcompat.records.need import NeedRecord
 from mlxcompat.records.rows import ResultRow
+from mlxcompat.sharing import share_rows
 from mlxcompat.spec import RunOptions
 
 PYTEST_CODES = {2: "interrupted or collection error", 3: "pytest internal error",
@@ -93,6 +95,8 @@ def merge_cell(opts: RunOptions, parts: dict[str, Part], need: NeedRecord | None
     bench_json: dict[str, Any] = {}
     for subject in opts.subjects:
         name = subject.name
+        if name in run.same_as:
+            continue  # its rows are the run it shares (below)
         if name in opts.reused and opts.previous is not None:
             _reuse(doc, opts.previous, name)
             continue
@@ -120,6 +124,7 @@ def merge_cell(opts: RunOptions, parts: dict[str, Part], need: NeedRecord | None
                                                metrics={"returncode": part.worker.code}))
         if part.benchmarks:
             bench_json[name] = part.benchmarks
+    share_rows(doc, run.same_as, (s.name for s in opts.subjects if getattr(s, "install", ())))
     doc.env.need = need
     doc.env.jobs = run.jobs
     if run.install is not None:

@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
-import time
 import uuid
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -26,9 +24,10 @@ from typing import Any
 import nox
 
 from mlxcompat.canary import register_canary
-from mlxcompat.installs import harness_requirement, install_key, resolution_target
+from mlxcompat.cell_install import pip_install
+from mlxcompat.installs import harness_requirement, resolution_target
 from mlxcompat.matrix import Cell, Matrix, load_matrix
-from mlxcompat.records.cell import CellDoc, InstallRecord, SubjectInstall
+from mlxcompat.records.cell import CellDoc, InstallRecord
 from mlxcompat.records.files import write_json_atomic
 from mlxcompat.records.names import cell_name
 
@@ -52,17 +51,6 @@ def split_posargs(posargs: list[str]) -> tuple[list[str], list[str]]:
     return run, report
 
 
-def _install(session: nox.Session, log: Path, *args: str) -> None:
-    """`pip install` into the session venv (uv when there), output to `log`."""
-    with log.open("a") as fh:
-        if session.venv_backend == "uv":
-            session.run_install("uv", "pip", "install", "--python", session.virtualenv.location,
-                                *args, stdout=fh, stderr=subprocess.STDOUT, external=True)
-        else:
-            session.run_install("python", "-m", "pip", "install", *args, stdout=fh,
-                                stderr=subprocess.STDOUT)
-
-
 class Sessions:
     """The sessions of one matrix file (see the module docstring)."""
 
@@ -75,7 +63,7 @@ class Sessions:
         self.python = python or self.matrix.settings.python
         self.ran: list[str] = []  # the cells this nox invocation ran (the report needs them)
         self.run_id = RUN_ID
-        self.install = _install
+        self.install = pip_install
         self._resolving: dict[str, Future[dict[str, str]]] = {}
 
     def resolution(self, cell: Cell) -> Future[dict[str, str]]:
@@ -93,67 +81,26 @@ class Sessions:
     def cell_requirements(self, cell: Cell) -> tuple[list[str], dict[str, str]]:
         """pip requirements of a cell, resolving a `latest` / as-installed cell first."""
         template = self.matrix.mlx_template(sys.platform, self.backend)
-        pins = dict(cell.pins)
-        if cell.resolve:
-            pins = self.resolution(cell).result()
-        reqs = [f"{name}=={v}" for name, v in pins.items() if name != "mlx"]
-        return [*reqs, template.format(v=pins["mlx"])], pins
+        pins = self.resolution(cell).result() if cell.resolve else dict(cell.pins)
+        return cell.requirements(template, self.matrix.source_dir(), pins), pins
+
+    def sources(self, cell: Cell) -> dict[str, str]:
+        """The commit (or tree hash) of each package the cell builds from source."""
+        from mlxcompat.source_install import identity
+
+        return {k: identity(s, self.matrix.source_dir()) for k, s in cell.sources.items()}
 
     def install_cell(self, session: nox.Session, cell: Cell, log: Path) -> InstallRecord:
-        """Install the harness, the cell's pins, and each subject (requirements into a folder
-        of their own, --no-deps; local paths editable, --no-deps).
+        """Install the harness, the cell's releases and each subject (cell_install.py)."""
+        from mlxcompat.cell_install import install_cell
 
-        A reused venv whose install commands (and the pyproject.toml of everything installed
-        editable) are unchanged since its last complete install is not installed again.
-        """
-        start = time.perf_counter()
-        record = InstallRecord(backend=self.backend, harness=harness_requirement())
-        venv = Path(session.virtualenv.location)
         try:
-            record.requirements, record.resolved = self.cell_requirements(cell)
-            record.resolved_for = resolution_target(cell)
+            requirements, pins = self.cell_requirements(cell)
         except Exception as exc:  # resolution
-            record.ok, record.error, record.seconds = False, str(exc), 0.0
-            record.log_tail = str(exc)
-            return record
-        plan: list[tuple[str, list[str]]] = [("", [*record.harness, *record.requirements])]
-        for name in cell.subjects:
-            spec = self.matrix.subjects[name]
-            if spec.requirements:
-                plan.append((name, ["--no-deps", "--target", str(venv / "subjects" / name),
-                                    *spec.requirements]))
-            for path in spec.paths:
-                target = (self.matrix.source_dir() / path).expanduser().resolve()
-                plan.append((name, ["--no-deps", "-e", str(target)]))
-        key = install_key(plan, str(session.python))
-        marker = venv / "mlxcompat-install.json"
-        done = json.loads(marker.read_text()) if marker.exists() else {}
-        if done.get("key") == key:
-            record.subjects = {n: SubjectInstall(ok=True) for n in done["subjects"]}
-            record.seconds, record.reused = 0.0, True
-            record.log_tail = "install inputs unchanged since the last install: skipped"
-            return record
-        marker.unlink(missing_ok=True)
-        for name, args in plan:
-            if not record.ok:
-                break
-            try:
-                _install(session, log, *args)
-                if name:
-                    record.subjects[name] = SubjectInstall(ok=True)
-            except Exception as exc:  # nox.command.CommandFailed, or the installer missing
-                tail = [ln.strip() for ln in log.read_text(errors="replace").splitlines()
-                        if ln.strip()][-3:] if log.exists() else []
-                why = f"{exc}: {' | '.join(tail)}" if tail else str(exc)
-                if not name:
-                    record.ok, record.error = False, why
-                else:
-                    record.subjects[name] = SubjectInstall(ok=False, error=f"failed: {why}")
-        record.seconds = round(time.perf_counter() - start, 2)
-        lines = log.read_text(errors="replace").splitlines() if log.exists() else []
-        record.log_tail = "\n".join(lines[-25:])
-        if record.ok and all(v.ok for v in record.subjects.values()):
-            marker.write_text(json.dumps({"key": key, "subjects": list(record.subjects)}))
+            return InstallRecord(backend=self.backend, harness=harness_requirement(), ok=False,
+                                 error=str(exc), seconds=0.0, log_tail=str(exc))
+        record = install_cell(session, self.matrix, cell, requirements, pins, self.backend, log)
+        record.resolved_for = resolution_target(cell)
         return record
 
     def run_matrix(self, session: nox.Session, cell_id: str) -> None:
@@ -187,9 +134,14 @@ class Sessions:
             write_json_atomic(out, doc.to_json())
             session.warn(f"{name}: install failed; wrote {out}:\n{install.log_tail}")
             return
+        from mlxcompat.cell_install import sharing
+
         run = plan(self.matrix, cell_id, args, label=self.label, backend=self.backend, out=out,
                    pins=install.resolved or dict(cell.pins), run_id=RUN_ID, install=install,
-                   subject_dir=str(venv / "subjects"))
+                   subject_dir=str(venv / "subjects"), same_as=sharing(
+                       self.matrix, cell, install, venv),
+                   sources={k: v.commit if cell.sources[k].git else "tree:" + v.tree
+                            for k, v in install.sources.items()})
         cell_run = run.write(venv / "cell-run.json")
         session.run("mlxcompat", "--matrix", str(self.matrix_file), "run", "--cell-run",
                     str(cell_run), env={"HF_HUB_OFFLINE": "1"})
@@ -206,12 +158,14 @@ class Sessions:
         try:
             old = read_cell(out) if out.exists() else None
             pins = self.cell_requirements(cell)[1] if cell.resolve else dict(cell.pins)
-        except (RecordError, RuntimeError):  # unreadable, or the resolution failed: run it
+            sources = self.sources(cell)
+        except (RecordError, RuntimeError, OSError):  # unreadable, or resolving failed: run it
             return ""
-        if old is None:
+        if old is None or not old.install.ok:
             return ""
+        pins.update({k: v.version for k, v in old.install.sources.items()})
         run = plan(self.matrix, cell.id, args, label=self.label, backend=self.backend,
-                   out=out, pins=pins, run_id=RUN_ID)
+                   out=out, pins=pins, run_id=RUN_ID, sources=sources)
         if set(reused_subjects(old, run.inputs)) != set(run.subjects):
             return ""
         old.reused_by = RUN_ID

@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-RUNNERS = ("lm", "glm4v")
+RUNNERS = ("lm", "glm4v", "vlm")
 MODEL_KEYS = {"factory", "runner", "modes", "description"}
 ROLE_KEYS = {"targets", "checks", "models", "need", "forced", "description"}
 PARITY_MODES: tuple[str, ...] = (

@@ -5,21 +5,27 @@ matrix.yaml and names each release newer than the newest cell (or subject) that 
 exits non-zero when there is one. `--write` appends what is missing the way the existing
 entries are written: an mlx-lm cell pinned to the mlx floor its wheel declares, an mlx-vlm
 cell beside the newest mlx-lm, and a subject for a new release of a subject package (a copy
-of the newest one's entry points, which the matrix then tests for real).
+of the newest one's entry points, which the matrix then tests for real). A subject family's
+releases are recorded in `<matrix>.lock.json` instead (`--write` rewrites it), which its
+`all` / `newest` expand from.
 """
 
 from __future__ import annotations
 
 import re
+import time
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+import yaml
 from packaging.requirements import Requirement
 from packaging.version import Version
 
 from mlxcompat.matrix import Matrix
 from mlxcompat.pypi import releases, wheel_for
+from mlxcompat.records.files import write_json_atomic
+from mlxcompat.records.lock import PackageReleases, ReleaseLock, lock_path, read_lock
 
 _PIN = re.compile(r"^([A-Za-z0-9_.\-]+)==(\S+)$")
 
@@ -56,6 +62,8 @@ def _subject_pins(matrix: Matrix) -> dict[str, list[tuple[Version, str]]]:
     """package -> [(version, subject name)] for subjects installed from a pinned requirement."""
     found: dict[str, list[tuple[Version, str]]] = {}
     for spec in matrix.subjects.values():
+        if spec.family:
+            continue  # a family's releases come from the lock (family_missing)
         for req in spec.requirements:
             match = _PIN.match(req)
             if match:
@@ -144,6 +152,38 @@ def report_gaps(report: Path) -> int:
         for flip in gap.flips[:5]:
             print(f"[mlxcompat] releases:   {flip}")
     return 1 if gaps else 0
+
+
+def lock_families(path: Path, write: bool = False) -> list[Missing]:
+    """Releases of each family's package on the index that `<matrix>.lock.json` does not
+    record (read from the matrix file itself: without the lock it cannot be loaded);
+    `write` records every family's releases there."""
+    from mlxcompat.families import is_family
+
+    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    packages = sorted({raw["package"] for raw in (data.get("subjects") or {}).values()
+                       if is_family(raw)})
+    lock = read_lock(lock_path(path))
+    fresh = ReleaseLock(packages=dict(lock.packages) if lock else {})
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    missing = []
+    for package in packages:
+        found = releases(package, "0", "99999")
+        if package not in fresh.packages:
+            print(f"[mlxcompat] releases: {lock_path(path).name} records no release of "
+                  f"{package} ({len(found)} on the index)")
+        known = set(fresh.packages[package].versions) if package in fresh.packages else set()
+        new = [v for v in found if v not in known]
+        if known:
+            for v in new:
+                print(f"[mlxcompat] releases: {package} {v} is not in {lock_path(path).name}")
+        missing += [Missing(package, v, "") for v in new]
+        fresh.packages[package] = PackageReleases(versions=found, recorded=now)
+    if write and missing:
+        write_json_atomic(lock_path(path), fresh.to_json())
+        print(f"[mlxcompat] releases: recorded the releases of {', '.join(packages)} in "
+              f"{lock_path(path)}")
+    return missing
 
 
 def check_releases(matrix: Matrix, path: Path, write: bool = False,

@@ -103,7 +103,8 @@ def run_cell(opts: RunOptions) -> CellDoc:
     started = time.time()
     events: Events = queue.Queue()
     workers: dict[str, Worker] = {}
-    todo = [s for s in opts.subjects if s.name not in opts.reused]
+    todo = [s for s in opts.subjects
+            if s.name not in opts.reused and s.name not in opts.run.same_as]
     with tempfile.TemporaryDirectory(prefix="mlxcompat-") as tmp_name:
         tmp = Path(tmp_name)
         need = tmp / "need.json" if opts.need_probe and todo else None

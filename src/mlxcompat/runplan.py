@@ -39,6 +39,9 @@ def add_selection(run: argparse.ArgumentParser) -> None:
                      "MLXCOMPAT_JOBS); timed rounds always run alone")
     run.add_argument("--reuse", action="store_true",
                      help="keep the previous results of subjects whose inputs did not change")
+    run.add_argument("--no-share", action="store_true",
+                     help="run every release of a family, even those whose entry points' "
+                     "modules are byte-identical to another's")
     run.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
 
 
@@ -74,9 +77,12 @@ def _only(args: argparse.Namespace, matrix: Matrix) -> dict[str, list[str]]:
 
 def plan(matrix: Matrix, cell_id: str, args: argparse.Namespace, *, label: str = "",
          backend: str | None = None, out: Path, pins: dict[str, str], run_id: str,
-         install: InstallRecord | None = None, subject_dir: str = "") -> CellRun:
+         install: InstallRecord | None = None, subject_dir: str = "",
+         sources: dict[str, str] | None = None,
+         same_as: dict[str, str] | None = None) -> CellRun:
     """The cell run these options ask for; `pins` are the releases it runs (pinned, resolved,
-    or what is installed here), part of its inputs."""
+    or what is installed here) and `sources` the commit or tree of each package built from
+    source, both part of its inputs; `same_as`: subjects that share another's run."""
     from mlxcompat.checks.catalog import selectable
 
     cell: Cell | None = next((c for c in matrix.cells if c.id == cell_id), None)
@@ -93,10 +99,14 @@ def plan(matrix: Matrix, cell_id: str, args: argparse.Namespace, *, label: str =
         "bench": profile.name if profile else "off",
         "tolerance": float(args.tolerance or matrix.settings.tolerance)}
     specs = [matrix.subjects[s] for s in subjects]
-    inputs = cell_inputs(pins, chosen.name, label, selection, specs, matrix.source_dir())
+    inputs = cell_inputs(pins, chosen.name, label, selection, specs, matrix.source_dir(),
+                         sources)
     jobs = args.jobs or int(os.environ.get("MLXCOMPAT_JOBS", 0)) or os.cpu_count() or 1
     timeout = args.timeout or (cell.timeout_s if cell else matrix.settings.timeout_s)
     return CellRun(cell=cell_id, label=label, out=str(out), backend=chosen.name, run_id=run_id,
                    timeout_s=timeout, jobs=jobs, subject_dir=subject_dir, install=install,
                    inputs=inputs, reuse=bool(args.reuse), pytest_args=list(args.pytest_args),
-                   harness=harness_identity(), **selection)
+                   harness=harness_identity(),
+                   same_as={k: v for k, v in (same_as or {}).items()
+                            if k in subjects and v in subjects and not args.no_share},
+                   **selection)

@@ -58,6 +58,8 @@ class CellRun(_FileRecord):
     reuse: bool = False
     pytest_args: list[str] = Field(default_factory=list)
     harness: str = ""  # the mlxcompat running it (installs.harness_identity)
+    # subject -> the subject whose run it shares (byte-identical entry-point modules)
+    same_as: dict[str, str] = Field(default_factory=dict)
 
     @property
     def name(self) -> str:

@@ -4,7 +4,8 @@ The status of every call, ours included, comes from observation: a snapshot of t
 target modules (every module attribute and each class's own `vars()` entries, so an
 in-place method replacement counts) before and after the call. What the entry point returned
 is its self-report, recorded beside the observation; the patch-status check fails a
-disagreement.
+disagreement. Files of the installed mlx / mlx-lm / mlx-vlm are watched too (by stat, around
+each call): a patch that writes into them changes every later process of the environment.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from mlxcompat.drivers.installed import package_folders, stat_changes, stat_files
 from mlxcompat.errors import add_subject_code, describe_exception, short_error
 from mlxcompat.records.names import Observed
 from mlxcompat.records.patches import Idempotence, PatchRow
@@ -147,30 +149,48 @@ def apply_entry_point(subject: str, role: RoleDecl, entry_point: str) -> PatchRo
     """Call one entry point, observe it, then check it is idempotent and reversible.
 
     Returns a `PatchRow`: the observed status, the self-report (`claim`) and whether they
-    agree, what changed, and the idempotence record (second call, unpatch, re-apply).
+    agree, what changed (installed files of mlx / mlx-lm / mlx-vlm included, as
+    `file:<path>`), and the idempotence record (second call, unpatch, re-apply).
     """
     row = {"subject": subject, "role": role.name, "entry_point": entry_point}
+    folders = package_folders()
+    files = stat_files(folders)
     before = snapshot(role.targets)
     func, import_error = import_entry_point(entry_point)
     if func is None:
+        wrote = stat_changes(files, stat_files(folders))
         return PatchRow(**row, observed="error", imported=False,
-                        changed=changed(before, snapshot(role.targets)),
-                        detail=f"entry point does not import: {import_error}")
+                        changed=changed(before, snapshot(role.targets)) + _files(wrote),
+                        detail=f"entry point does not import: {import_error}",
+                        idempotence=Idempotence(wrote_files=wrote) if wrote else None)
     returned, raised, log = _call(func)
     after = snapshot(role.targets)
-    replaced = changed(before, after)
-    if raised is not None:
+    replaced = changed(before, after) + _files(stat_changes(files, stat_files(folders)))
+    if raised is not None:  # called again: does it now succeed, raise again, change more?
+        _, again, _ = _call(func)
         return PatchRow(**row, observed="error", changed=replaced,
                         detail=describe_exception(raised), log=log[-5:],
-                        idempotence=Idempotence(raised=True, left_changed=replaced))
+                        idempotence=Idempotence(
+                            raised=True, left_changed=replaced, wrote_files=_wrote(replaced),
+                            second_call_raised=_text(again),
+                            second_call_changed=changed(after, snapshot(role.targets))))
     observed, seen = _observed(replaced, targets_present(before, role))
     claim = _claim(returned)
     reported = getattr(returned, "detail", "")
+    record = _idempotence(func, entry_point, role, before, after, replaced)
+    record.wrote_files = stat_changes(files, stat_files(folders))
     return PatchRow(
         **row, observed=observed, claim=list(claim), agrees=not claim or observed in claim,
         changed=replaced, detail="; ".join(x for x in (seen, str(reported)) if x),
-        returned=repr(returned)[:200], log=log[-5:],
-        idempotence=_idempotence(func, entry_point, role, before, after, replaced))
+        returned=repr(returned)[:200], log=log[-5:], idempotence=record)
+
+
+def _files(paths: list[str]) -> list[str]:
+    return [f"file:{p}" for p in paths]
+
+
+def _wrote(changes: list[str]) -> list[str]:
+    return [c.removeprefix("file:") for c in changes if c.startswith("file:")]
 
 
 def _idempotence(func: Any, entry_point: str, role: RoleDecl, before: Snapshot,

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from mlxcompat.matrix import SubjectSpec
+from mlxcompat.matrix_entries import packaged
 from mlxcompat.spec import RunOptions, SubjectRun
 from mlxcompat.turns import TurnOrder
 
@@ -110,9 +111,13 @@ def subject_env(opts: RunOptions, subject: SubjectSpec | None) -> dict[str, str]
     # float32 means float32: MLX runs fp32 matmuls as TF32 on CUDA (and M5 Metal) unless
     # told not to, which alone moves batched vs single by ~1e-3 (ml-explore/mlx#3860).
     env.setdefault("MLX_ENABLE_TF32", "0")
+    extra: list[str] = []
     if subject is not None and subject.requirements and opts.run.subject_dir:
-        extra = str(Path(opts.run.subject_dir) / subject.name)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (extra, env.get("PYTHONPATH")) if p)
+        extra.append(str(Path(opts.run.subject_dir) / subject.name))
+    if subject is not None:  # a source tree that cannot be installed runs from where it is
+        extra += [str(f) for f in subject.folders(opts.matrix.source_dir()) if not packaged(f)]
+    if extra:
+        env["PYTHONPATH"] = os.pathsep.join([*extra, *filter(None, [env.get("PYTHONPATH")])])
     return env
 
 

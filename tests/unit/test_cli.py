@@ -13,7 +13,7 @@ MATRIX = str(Path(__file__).resolve().parents[2] / "matrix.yaml")
 @pytest.mark.parametrize(("option", "value", "words"), [
     ("--checks", "parrity", "unknown check parrity; valid: install, import, parity"),
     ("--modes", "histroy", "unknown mode histroy; valid:"),
-    ("--roles", "mambo", "unknown role mambo; valid: glm4v, mamba"),
+    ("--roles", "mambo", "unknown role mambo; valid: gemma4-vlm, glm4v, mamba"),
     ("--scenarios", "paded", "unknown scenario paded; valid:"),
     ("--models", "gpt2", "unknown model gpt2; valid: llama"),
     ("--subjects", "nobody", "unknown subject nobody; valid: none"),

@@ -206,7 +206,7 @@ def test_project_models_and_roles_are_declared_like_builtins() -> None:
 
 def test_round_trip_of_project_matrix_through_yaml() -> None:
     data = yaml.safe_load((ROOT / "matrix.yaml").read_text())
-    assert parse_matrix(data).cells == load_matrix(ROOT / "matrix.yaml").cells
+    assert parse_matrix(data, ROOT / "matrix.yaml").cells == load_matrix(ROOT / "matrix.yaml").cells
 
 
 def test_backend_recipes_per_platform() -> None:

@@ -9,16 +9,19 @@ from pathlib import Path
 import pytest
 import yaml
 
-from mlxcompat import expectations, matrix, matrix_entries, registry, settings
+from mlxcompat import expectations, families, matrix, matrix_entries, registry, settings, sources
 from mlxcompat.matrix_schema import (
     CellFile,
     ExpectationFile,
+    FamilyEntryFile,
+    FamilyFile,
     MatchFile,
     MatrixFile,
     ModelFile,
     ProfileFile,
     RoleFile,
     SettingsFile,
+    SourceFile,
     SubjectFile,
 )
 from mlxcompat.records.base import RecordError
@@ -43,7 +46,8 @@ def _keys(model: type) -> set[str]:
     (CellFile, matrix_entries.CELL_KEYS), (SettingsFile, settings.KEYS),
     (ProfileFile, settings.PROFILE_KEYS), (ExpectationFile, expectations.EXPECT_KEYS),
     (MatchFile, set(expectations.MATCH_KEYS)), (ModelFile, registry.MODEL_KEYS),
-    (RoleFile, registry.ROLE_KEYS)])
+    (RoleFile, registry.ROLE_KEYS), (FamilyFile, families.FAMILY_KEYS),
+    (FamilyEntryFile, families.ENTRY_KEYS), (SourceFile, sources.SOURCE_KEYS)])
 def test_the_schema_and_the_loader_know_the_same_keys(model: type, loader: set[str]) -> None:
     assert _keys(model) == set(loader)
 
@@ -58,6 +62,7 @@ def test_the_committed_files_validate(path: str) -> None:
 
 def test_a_mistyped_matrix_key_fails_the_schema_too() -> None:
     doc = yaml.safe_load((ROOT / "matrix.yaml").read_text())
-    doc["cells"][3]["mlx_lm"] = doc["cells"][3].pop("mlx-lm")
-    with pytest.raises(RecordError, match=r"cells\[3\]\.mlx_lm"):
+    first = next(i for i, c in enumerate(doc["cells"]) if "mlx-lm" in c)
+    doc["cells"][first]["mlx_lm"] = doc["cells"][first].pop("mlx-lm")
+    with pytest.raises(RecordError, match=rf"cells\[{first}\]\.mlx_lm"):
         MatrixFile.from_json(doc)

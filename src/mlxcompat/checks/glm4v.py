@@ -122,12 +122,15 @@ _SCENARIOS: dict[str, Callable[[Any], tuple[list[list[int]], Rows]]] = {
 
 
 def compare_scenario(lm: Any, path: str, prompts: list[list[int]], rows: Rows, first: int,
-                     tolerance: float) -> Comparison:
-    """Each row's recorded logits against the same steps of the prompt run alone."""
+                     tolerance: float, single: Callable[..., list[Any]] | None = None
+                     ) -> Comparison:
+    """Each row's recorded logits against the same steps of the prompt run alone (`single`:
+    the oracle, GLM4V's plain-KVCache run by default)."""
     import numpy as np
 
     from mlxcompat.drivers.glm4v import run_single
 
+    run_single = single or run_single
     batched, reference, b_tokens, r_tokens = [], [], [], []
     for row, got in sorted(rows.items()):
         want = run_single(lm, prompts[row], first + len(got), path)[first:]
@@ -141,14 +144,17 @@ def compare_scenario(lm: Any, path: str, prompts: list[list[int]], rows: Rows, f
     return found
 
 
-def run_scenario(lm: Any, scenario: str, path: str, tolerance: float) -> Comparison:
-    """One scenario on one path of a built GLM4V language model, batched vs each alone."""
+def run_scenario(lm: Any, scenario: str, path: str, tolerance: float, runner: Any = None,
+                 single: Callable[..., list[Any]] | None = None) -> Comparison:
+    """One scenario on one path of a built language model, batched vs each alone (`runner`
+    and `single`: another model's driver, e.g. drivers/vlm_text.py; GLM4V's by default)."""
     from mlxcompat.drivers.glm4v import BatchRunner
 
     if scenario not in _SCENARIOS or path not in GLM4V_PATHS:
         raise ValueError(f"unknown GLM4V scenario/path {scenario!r}/{path!r}")
-    prompts, rows = _SCENARIOS[scenario](BatchRunner(lm, path))
-    return compare_scenario(lm, path, prompts, rows, FIRST_STEP.get(scenario, 0), tolerance)
+    prompts, rows = _SCENARIOS[scenario](runner or BatchRunner(lm, path))
+    return compare_scenario(lm, path, prompts, rows, FIRST_STEP.get(scenario, 0), tolerance,
+                            single)
 
 
 def run_glm4v(case: Case, ctx: Context, seed: int = 0) -> ResultRow:

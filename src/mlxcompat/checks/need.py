@@ -2,7 +2,8 @@
 
 `python -m mlxcompat.checks.need <out.json> <device> <force-cpu patterns>` runs upstream's
 own batching on real tiny models of each family, batched against each prompt alone, and
-writes a `NeedRecord`: per capability a role patches (`ssm`, `glm4v`), whether it is
+writes a `NeedRecord`: per capability a role patches (`ssm`, `glm4v`, `nemotron_h`,
+`qwen3_5_vlm`, `gemma4_vlm`), whether it is
 needed, why, and what each family gave (`absent` · `correct` · `present` · `broken: …`).
 The patch-status check judges every subject against it. It runs in `none`'s process (no
 patch applied) or in a process of its own. The patches decide with self-checks of their
@@ -99,7 +100,45 @@ def glm4v() -> Need:
                    "upstream GLM4V code batches BatchKVCache correctly")
 
 
-PROBES: dict[str, Callable[[], Need]] = {"ssm": ssm, "glm4v": glm4v}
+def nemotron_h() -> Need:
+    """Nemotron-H (its own Mamba2 mixer over the shared SSM step) batched against alone."""
+    findings = {f"nemotron_h {mode}": _batched_state("nemotron_h", mode) for mode in SSM_MODES}
+    if all(v == "absent" for v in findings.values()):
+        return Need(needed=False, why="no nemotron_h in this release", findings=findings)
+    return _decide(findings, "batched nemotron_h differs from single runs",
+                   "upstream batches the tiny nemotron_h exactly")
+
+
+def _vlm(model: str) -> Callable[[], Need]:
+    """An mlx-vlm language model through its own batch caches against each prompt alone."""
+    def probe() -> Need:
+        try:
+            import mlx_vlm  # noqa: F401
+        except ImportError:
+            return Need(needed=False, why="mlx-vlm is not installed in this cell")
+        from mlxcompat.checks.vlm import run_vlm_scenario
+        from mlxcompat.models import vlm_text
+
+        try:
+            lm = getattr(vlm_text, model)(0)
+        except SkipCheck as exc:
+            return Need(needed=False, why=str(exc))
+        findings = {}
+        for scenario in GLM4V_SCENARIOS:
+            try:
+                found = run_vlm_scenario(lm, scenario, TOLERANCE)
+                state = "correct" if found.verdict == "pass" else f"broken: {found.detail}"
+            except Exception as exc:
+                state = f"broken: {describe_exception(exc)}"
+            findings[f"{model} {scenario}"] = state
+        return _decide(findings, f"batched {model} differs from single runs",
+                       f"upstream batches the tiny {model} exactly")
+    return probe
+
+
+PROBES: dict[str, Callable[[], Need]] = {
+    "ssm": ssm, "glm4v": glm4v, "nemotron_h": nemotron_h,
+    "qwen3_5_vlm": _vlm("qwen3_5_vlm"), "gemma4_vlm": _vlm("gemma4_vlm")}
 
 
 def probe_needs() -> NeedRecord:

@@ -80,10 +80,15 @@ def run_patch_status(case: Case, ctx: Context) -> ResultRow:
 def idempotence_problems(row: PatchRow) -> list[str]:
     rec = row.idempotence
     assert rec is not None
+    wrote = [f"wrote installed files {', '.join(rec.wrote_files[:4])} (they outlive the "
+             "process and every unpatch)"] if rec.wrote_files else []
     if rec.raised:
-        return [f"raised after changing {', '.join(rec.left_changed[:6])} (half-applied)"] \
-            if rec.left_changed else []
-    problems = []
+        again = [f"a second call raised again ({rec.second_call_raised[:120]}) and changed "
+                 + (", ".join(rec.second_call_changed[:4]) or "nothing more")
+                 ] if rec.second_call_raised and rec.left_changed else []
+        return [f"raised after changing {', '.join(rec.left_changed[:6])} (half-applied)",
+                *again, *wrote] if rec.left_changed else wrote
+    problems = wrote
     if rec.second_call_raised:
         problems.append(f"second call raised {rec.second_call_raised}")
     if rec.second_call_changed:
@@ -102,9 +107,10 @@ def run_idempotence(case: Case, ctx: Context) -> ResultRow:
     identity and a re-apply changes the same targets; a call that raised left nothing
     half-applied."""
     row = ctx.patches.get(case.role)
+    if row is not None and not row.imported:
+        return case.row(ctx.subject, "error", row.detail + "".join(
+            f"; {p}" for p in (idempotence_problems(row) if row.idempotence else [])))
     if row is None or row.idempotence is None:
-        if row is not None and not row.imported:
-            return case.row(ctx.subject, "error", row.detail)
         return _not_run(case, ctx)
     problems = idempotence_problems(row)
     rec = row.idempotence

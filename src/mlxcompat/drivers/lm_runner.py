@@ -141,6 +141,10 @@ def run_batched(model: Any, rows: Sequence[Row]) -> list[RowOutput]:
             for r in responses:
                 out = outputs[by_uid[r.uid]]
                 out.tokens.append(int(r.token))
+                if r.logprobs is None:  # vMLX 1.6.81's GenerationBatch._step keeps them only
+                    raise RuntimeError(  # for uids it registered itself
+                        "BatchGenerator returned no logprobs (None) for a generated token: "
+                        "its Response no longer carries the scores it did upstream")
                 out.logprobs.append(np.array(r.logprobs.astype(mx.float32)))
                 if r.finish_reason is not None:
                     out.finish_reason = r.finish_reason

@@ -95,6 +95,83 @@ LM_CONFIGS: dict[str, dict[str, Any]] = {
             },
         },
     },
+    # The families upstream fixed batching in (0.32.1: minicpm3's padding mask,
+    # granitemoehybrid's lengths) or a server patches (Rapid-MLX: nemotron_h's SSM step).
+    # Each config builds in every mlx-lm release from 0.28.0 on: fields a release does not
+    # know are ignored (ModelArgs.from_dict), so the union of what each requires is given.
+    "nemotron_h": {
+        **_COMMON,
+        "model_type": "nemotron_h",
+        "num_hidden_layers": 4,
+        "hybrid_override_pattern": ["M", "*", "-", "M"],  # Mamba2, attention, MLP, Mamba2
+        "intermediate_size": 128,
+        "max_position_embeddings": 512,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "head_dim": 16,
+        "attention_bias": False,
+        "mamba_num_heads": 4,
+        "mamba_head_dim": 16,
+        "mamba_proj_bias": False,
+        "ssm_state_size": 16,
+        "conv_kernel": 4,
+        "n_groups": 1,
+        "mlp_bias": False,
+        "layer_norm_epsilon": 1e-5,
+        "rms_norm_eps": 1e-5,  # required up to 0.30.x
+        "residual_in_fp32": False,  # required in 0.28.x
+        "use_bias": False,
+        "use_conv_bias": True,
+        "time_step_limit": [0.0, float("inf")],
+    },
+    "granitemoehybrid": {
+        **_COMMON,
+        "model_type": "granitemoehybrid",
+        "num_hidden_layers": 3,
+        "layer_types": ["mamba", "attention", "mamba"],
+        "intermediate_size": 128,
+        "max_position_embeddings": 512,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "attention_bias": False,
+        "embedding_multiplier": 1.0,
+        "attention_multiplier": 0.25,
+        "logits_scaling": 1.0,
+        "residual_multiplier": 1.0,
+        "rms_norm_eps": 1e-5,
+        "num_local_experts": 4,  # required (MoE only) in 0.28.x
+        "num_experts_per_tok": 2,
+        "shared_intermediate_size": 128,
+        "mamba_n_heads": 4,
+        "mamba_d_head": 16,
+        "mamba_proj_bias": False,
+        "mamba_d_state": 16,
+        "mamba_d_conv": 4,
+        "mamba_n_groups": 1,
+        "mamba_conv_bias": True,
+        "position_embedding_type": "rope",
+        "rope_theta": 10000.0,
+    },
+    "minicpm3": {
+        **_COMMON,
+        "model_type": "minicpm3",
+        "dim_model_base": 64,
+        "intermediate_size": 128,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 4,
+        "rms_norm_eps": 1e-5,
+        "q_lora_rank": 32,
+        "qk_nope_head_dim": 8,
+        "qk_rope_head_dim": 8,
+        "kv_lora_rank": 16,
+        "scale_depth": 1.4,
+        "scale_emb": 1.0,
+        "max_position_embeddings": 512,
+        "rope_theta": 10000.0,
+        # Read with .get() in every release; four factors for qk_rope_head_dim / 2.
+        "rope_scaling": {"type": "longrope", "original_max_position_embeddings": 512,
+                         "short_factor": [1.0] * 4, "long_factor": [1.0] * 4},
+    },
 }
 
 
@@ -137,3 +214,15 @@ def qwen3_next(seed: int = 0) -> Any:
 
 def qwen3_5(seed: int = 0) -> Any:
     return build_lm("qwen3_5", seed)
+
+
+def nemotron_h(seed: int = 0) -> Any:
+    return build_lm("nemotron_h", seed)
+
+
+def granitemoehybrid(seed: int = 0) -> Any:
+    return build_lm("granitemoehybrid", seed)
+
+
+def minicpm3(seed: int = 0) -> Any:
+    return build_lm("minicpm3", seed)

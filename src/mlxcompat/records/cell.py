@@ -50,6 +50,16 @@ class SubjectInstall(Record):
     error: str = ""
 
 
+class InstalledSource(Record):
+    """A package built from source (mlxcompat.sources): what was asked and what it got."""
+
+    requested: str  # the requirement: git URL @ commit or ref, or the folder
+    commit: str = ""  # the commit installed (a ref resolved; a folder's git HEAD)
+    tree: str = ""  # a folder's tree hash
+    dirty: bool = False  # a folder whose work tree differs from its HEAD
+    version: str = ""  # the version the built package declares
+
+
 class InstallRecord(Record):
     """How nox installed the cell (a cell run outside nox has the default: nothing known)."""
 
@@ -64,6 +74,7 @@ class InstallRecord(Record):
     subjects: dict[str, SubjectInstall] = Field(default_factory=dict)
     log_tail: str = ""
     reused: bool = False
+    sources: dict[str, InstalledSource] = Field(default_factory=dict)
 
 
 class Seconds(Record):
@@ -79,6 +90,9 @@ class SubjectCounts(Record):
     returncode: int | None = None
     seconds: Seconds | None = None
     reused: bool = False
+    # Its rows are those of this subject, whose entry points' modules are byte-identical
+    # (one run for both; mlxcompat.sharing).
+    same_as: str = ""
 
 
 class Inputs(Record):

@@ -20,6 +20,9 @@ class Idempotence(Record):
     not_restored: list[str] = Field(default_factory=list)
     reapply_raised: str = ""
     reapply_differs: list[str] = Field(default_factory=list)
+    # Installed files (of mlx, mlx-lm, mlx-vlm) whose bytes differ from their RECORD after
+    # the calls: a change that outlives the process and every unpatch.
+    wrote_files: list[str] = Field(default_factory=list)
 
 
 class PatchRow(Record):

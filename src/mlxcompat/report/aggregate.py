@@ -38,11 +38,11 @@ def summary_line(doc: CellDoc) -> str:
 def _pins(doc: CellDoc, matrix: Matrix | None) -> dict[str, str]:
     """A pinned cell's pins; a resolved cell's (and a stray's) from what it installed."""
     base = split_cell_name(doc.cell)[0]
+    packages = doc.env.packages
     if matrix is not None:
         for cell in matrix.cells:
-            if cell.id == base and cell.pins:
-                return dict(cell.pins)
-    packages = doc.env.packages
+            if cell.id == base and cell.pins:  # a package built from source: as installed
+                return {**cell.pins, **{k: packages[k] for k in cell.sources if k in packages}}
     return {k: packages[k] for k in ("mlx-lm", "mlx", "mlx-vlm") if k in packages}
 
 
