@@ -150,6 +150,17 @@ class Since(Record):
     vanished: list[Change] = Field(default_factory=list)
 
 
+class AxisLine(Record):
+    """A subject family's releases on one cell, run-length coded (report/subject_axis.py), and
+    the rows that moved between neighbouring releases."""
+
+    family: str
+    cell: str
+    line: str
+    changes: list[str] = Field(default_factory=list)
+    shared: dict[str, str] = Field(default_factory=dict)  # release -> release whose run it took
+
+
 class CompatDoc(Record):
     """compat.json: every cell, row, patch and throughput row of the run, judged."""
 
@@ -171,6 +182,8 @@ class CompatDoc(Record):
     requires: dict[str, dict[str, str]] = Field(default_factory=dict)
     releases: dict[str, list[str]] = Field(default_factory=dict)  # axis -> PyPI releases
     full_run: bool = False
+    families: dict[str, list[str]] = Field(default_factory=dict)  # family -> subjects, oldest first
+    subject_axes: list[AxisLine] = Field(default_factory=list)
     changes: Changes = Field(default_factory=Changes)
     since: Since | None = None
 

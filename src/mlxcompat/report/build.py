@@ -58,6 +58,8 @@ def build_report(paths: ReportPaths, matrix: Matrix | None, accept: bool = False
                                                       loaded.strays)
     report.labels, report.tag = loaded.labels, tag or "all"
     report.requires, report.releases = _from_drift(paths.out / "drift.json")
+    if matrix is not None:
+        _families(report, matrix)
     report.full_run = (bool(matrix) and not tag and not only and not loaded.missing
                        and "" in loaded.labels)
     threshold = float(matrix.settings.throughput_threshold) if matrix else 0.2
@@ -72,6 +74,19 @@ def build_report(paths: ReportPaths, matrix: Matrix | None, accept: bool = False
     if accept:
         shutil.copyfile(paths.out / "compat.json", paths.baseline)
     return verdict(report, changes, loaded, accept)
+
+
+def _families(report: CompatDoc, matrix: Matrix) -> None:
+    """Each subject family's members and, per cell that measured several, its release axis."""
+    from mlxcompat.records.report import AxisLine
+    from mlxcompat.report.subject_axis import subject_axes
+
+    report.families = {n: list(f.members()) for n, f in matrix.families.items()}
+    report.subject_axes = [
+        AxisLine(family=a.family, cell=a.cell, line=a.line(),
+                 changes=[c.text() for c in a.changes], shared=dict(a.shared))
+        for label in dict.fromkeys(c.label for c in report.cells)
+        for a in subject_axes(report, matrix.families, label)]
 
 
 def _from_drift(drift: Path) -> tuple[dict[str, dict[str, str]], dict[str, list[str]]]:

@@ -55,6 +55,17 @@ class FrontPage:
     columns: list[Column]
     subjects: list[SubjectPage]
     installed: list[Installed] = field(default_factory=list)
+    older: set[str] = field(default_factory=set)  # a family's members before its newest
+
+    @property
+    def shown(self) -> list[SubjectPage]:
+        """The subjects on the front page: a family by its newest release (the others are
+        one run-length line each, their grid and pins folded)."""
+        return [s for s in self.subjects if s.subject not in self.older]
+
+    @property
+    def folded(self) -> list[SubjectPage]:
+        return [s for s in self.subjects if s.subject in self.older]
 
 
 def _runs(columns: list[Column], marks: dict[str, Mark]) -> list[tuple[str, str]]:
@@ -110,7 +121,9 @@ def front_pages(report: CompatDoc, requires: dict[str, dict[str, str]],
     pages = []
     for label in sorted({c.label for c in report.cells}):
         cells = {c.cell: c for c in report.cells if c.label == label}
-        page = FrontPage(label, columns_of(list(cells.values()), label), [])
+        page = FrontPage(label, columns_of(list(cells.values()), label), [],
+                         older={m for members in report.families.values()
+                                for m in members[:-1]})
         rows = [r for r in report.results if r.label == label]
         none_rows = {(r.cell, r.about): r.verdict for r in rows if r.subject == UPSTREAM}
         installed_lm = {c.base.removeprefix("as-installed-"): c.pins.get("mlx-lm")

@@ -130,6 +130,7 @@ def render_html(report: CompatDoc, changes: Changes, extra: list[str] | None = N
     results = report.results
     return env.get_template("compat.html.j2").render(
         report=report, changes=changes, head=headline(report, changes), pages=pages,
+        subject_axes=report.subject_axes,
         meaning=MEANING, suffixes=SUFFIX, tables=tables, footnotes=footnotes,
         banner=banner(report), since=report.since, rels=rels, col_rels=col_rels,
         releases=release_options(report.cells),

@@ -93,10 +93,10 @@ def _bump_cell(s: SubjectPage) -> str:
             f"{len(b.worse)} worse)")
 
 
-def _pins(page: FrontPage, explain: bool = True) -> list[str]:
+def _pins(page: FrontPage, explain: bool = True, folded: bool = False) -> list[str]:
     installed = {i.subject: i for i in page.installed}
     rows = []
-    for s in page.subjects:
+    for s in page.folded if folded else page.shown:
         today = installed.get(s.subject)
         now = (f"{today.mark.code} on {' · '.join(f'{k} {v}' for k, v in today.pins.items())}"
                f"; with mlxcompat: {today.ours.code}") if today else ""
@@ -108,19 +108,22 @@ def _pins(page: FrontPage, explain: bool = True) -> list[str]:
                     "newest release?"], rows)]
 
 
-def _grid(page: FrontPage, explain: bool = True) -> list[str]:
+def _grid(page: FrontPage, explain: bool = True, folded: bool = False) -> list[str]:
     legend = " · ".join(f"`{CODE[k]}` {v}" for k, v in MEANING.items())
     suffixes = " · ".join(f"`{k}` {v}" for k, v in SUFFIX.items())
-    rows = [[c.release, *(s.marks[c.cell].code for s in page.subjects)] for c in page.columns]
+    subjects = page.folded if folded else page.shown
+    columns = [c for c in page.columns
+               if not folded or any(s.marks[c.cell].standing != "absent" for s in subjects)]
+    rows = [[c.release, *(s.marks[c.cell].code for s in subjects)] for c in columns]
     why = [legend + ".", "", "Suffixes: " + suffixes + ".", ""] if explain else \
         ["Marks as in the grid above.", ""]
     return ["### Every release, every subject", "", *why,
-            *table(["release", *(s.subject for s in page.subjects)], rows)]
+            *table(["release", *(s.subject for s in subjects)], rows)]
 
 
 def _subject_lines(page: FrontPage) -> list[str]:
     out = ["### Top problems per subject", ""]
-    for s in page.subjects:
+    for s in page.shown:
         out += [f"**{s.subject}**: {' · '.join(f'{c} {r}' for c, r in s.runs)}", ""]
         out += [problem_line(page, p) for p in s.problems[:TOP_PROBLEMS]]
         if len(s.problems) > TOP_PROBLEMS:
@@ -129,6 +132,27 @@ def _subject_lines(page: FrontPage) -> list[str]:
             out.append(f"- compared with `none`: fixes {sum(map(len, s.fixes.values()))} rows, "
                        f"breaks {sum(map(len, s.breaks.values()))}")
         out.append("")
+    return out
+
+
+def _axes(report: CompatDoc, page: FrontPage) -> list[str]:
+    """Each family's releases, one line per cell that measured several; what moved between
+    neighbouring releases and the folded grid of the older releases in the details."""
+    cells = {c.cell for c in page.columns}
+    axes = [a for a in report.subject_axes if a.cell in cells]
+    if not axes:
+        return []
+    out = ["### Server releases, one by one", "", *(f"- {cell_text(a.line)}" for a in axes), ""]
+    moved = [f"- {cell_text(a.cell)}: {cell_text(c)}" for a in axes for c in a.changes]
+    shared = [f"- {cell_text(a.cell)}: {', '.join(f'{k} ran as {v}' for k, v in a.shared.items())}"
+              for a in axes if a.shared]
+    if page.folded:
+        out += [f"<details><summary>Every release of each family: {len(page.folded)} older "
+                "releases, what moved between neighbours</summary>", "", *moved, "",
+                *(["Shared runs (byte-identical entry-point modules):", "", *shared, ""]
+                  if shared else []),
+                *_pins(page, explain=False, folded=True),
+                *_grid(page, explain=False, folded=True), "</details>", ""]
     return out
 
 
@@ -155,7 +179,7 @@ def render_front_page(report: CompatDoc, changes: Changes, link: str = "",
     for page in pages:
         if not page.label:
             lines += ["## Is it safe to batch?", "", *_pins(page), *_grid(page),
-                      *_subject_lines(page)]
+                      *_subject_lines(page), *_axes(report, page)]
             continue
         lines += [f"<details><summary>Runner {cell_text(page.label)}: what to pin, every "
                   f"release</summary>", "", *_pins(page, explain=False),
