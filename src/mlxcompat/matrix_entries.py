@@ -6,13 +6,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from mlxcompat.checks.catalog import selectable
 from mlxcompat.expectations import PINNED
 from mlxcompat.registry import Registry
 from mlxcompat.validation import fail, mapping, names, version
 
 _PLATFORMS = ("linux", "darwin")
 SUBJECT_KEYS = {"description", "install", "entry_points"}
-CELL_KEYS = {"id", *PINNED, "resolve", "models", "subjects", "tags", "timeout_s", "bench_models"}
+CELL_KEYS = {"id", *PINNED, "resolve", "models", "subjects", "tags", "timeout_s", "bench_models",
+             "extra_checks"}
 LATEST = "latest"
 
 
@@ -52,6 +54,7 @@ class Cell:
     timeout_s: int = 1200
     resolve: str = ""
     bench_models: tuple[str, ...] = ()  # narrows the profile's models in this cell
+    extra_checks: tuple[str, ...] = ()  # run here beside the matrix's `checks:` (heavy ones)
 
     def requirements(self, mlx_template: str) -> list[str]:
         """pip requirements of a pinned cell; `mlx_template` is the backend's mlx requirement."""
@@ -153,7 +156,12 @@ def parse_cell(raw: Any, i: int, defaults: dict[str, Any], subjects: dict[str, S
         resolve=resolve,
         bench_models=names(raw.get("bench_models", []), f"{path}.bench_models",
                            registry.models, "model"),
+        extra_checks=_extra_checks(raw.get("extra_checks", []), f"{path}.extra_checks"),
     )
+
+
+def _extra_checks(raw: Any, path: str) -> tuple[str, ...]:
+    return names(raw, path, selectable(), "check")
 
 
 def parse_runners(raw: Any, cells: tuple[Cell, ...], backends: dict[str, Backend],

@@ -88,6 +88,8 @@ class CellFile(_Strict):
     tags: list[str] = Field(default_factory=list)
     timeout_s: float | None = None
     bench_models: list[str] | None = None
+    extra_checks: list[str] | None = Field(
+        None, description="checks run in this cell beside `checks:` (heavy ones, e.g. server)")
 
 
 class RunnerFile(_Strict):

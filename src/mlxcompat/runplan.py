@@ -86,6 +86,11 @@ def plan(matrix: Matrix, cell_id: str, args: argparse.Namespace, *, label: str =
     models = pick(args.models, cell.models if cell else tuple(reg.models), tuple(reg.models),
                   "model")
     checks = pick(args.checks, (), selectable(), "check")
+    if not checks and cell is not None and cell.extra_checks:
+        from mlxcompat.checks.catalog import CATALOG
+
+        always = [name for name, spec in CATALOG.items() if spec.always]
+        checks = list(dict.fromkeys((*always, *matrix.checks, *cell.extra_checks)))
     profile = matrix.bench_profile(args.bench)
     chosen = matrix.backend(backend)
     selection: dict[str, Any] = {
