@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from mlxcompat.drivers import process_state
 from mlxcompat.errors import add_subject_code, describe_exception, short_error
 from mlxcompat.records.names import Observed
 from mlxcompat.records.patches import Idempotence, PatchRow
@@ -140,7 +141,8 @@ def _call(func: Any) -> tuple[Any, BaseException | None, list[str]]:
         return None, exc, capture.lines
     finally:
         root.removeHandler(capture)
-        root.setLevel(old_level)
+        if root.level == logging.DEBUG:  # ours; a level the entry point set stays (observed)
+            root.setLevel(old_level)
 
 
 def apply_entry_point(subject: str, role: RoleDecl, entry_point: str) -> PatchRow:
@@ -149,14 +151,17 @@ def apply_entry_point(subject: str, role: RoleDecl, entry_point: str) -> PatchRo
     Returns a `PatchRow`: the observed status, the self-report (`claim`) and whether they
     agree, what changed, and the idempotence record (second call, unpatch, re-apply).
     """
-    row = {"subject": subject, "role": role.name, "entry_point": entry_point}
+    row: dict[str, Any] = {"subject": subject, "role": role.name, "entry_point": entry_point}
     before = snapshot(role.targets)
+    state = process_state.take()
     func, import_error = import_entry_point(entry_point)
     if func is None:
         return PatchRow(**row, observed="error", imported=False,
                         changed=changed(before, snapshot(role.targets)),
-                        detail=f"entry point does not import: {import_error}")
+                        detail=f"entry point does not import: {import_error}",
+                        process=process_state.compare(state, process_state.take()))
     returned, raised, log = _call(func)
+    row["process"] = process_state.compare(state, process_state.take())
     after = snapshot(role.targets)
     replaced = changed(before, after)
     if raised is not None:

@@ -34,7 +34,8 @@ from mlxcompat.drivers.server import Completion
 from mlxcompat.records.rows import ResultRow
 from mlxcompat.registry import Registry
 
-# The models served: attention only, Mamba v1 (the segmented prefill), a hybrid.
+# The models served: attention only (its prompt caches trim: the multi-turn edit), Mamba v1
+# (our segmented prefill) and a hybrid (attention + gated delta).
 SERVER_MODELS = ("llama", "mamba", "qwen3_5")
 UNDER_TEST = {"--decode-concurrency": 8, "--prompt-concurrency": 4,
               "--prefill-step-size": PREFILL_STEP, "--prompt-cache-size": 8}
@@ -200,4 +201,4 @@ def _values(registry: Registry) -> dict[str, tuple[str, ...] | None]:
 
 
 SPEC = CheckSpec("server", ("model", "scenario", "subject"), server_cases, run_server,
-                 _values, order=2)
+                 _values, default=False, order=2)

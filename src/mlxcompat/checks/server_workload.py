@@ -29,9 +29,9 @@ from mlxcompat.models.saved import VOCAB, to_ids, to_text
 
 SCENARIOS = ("shared-prefix", "multi-turn", "cancel", "long-prompt", "seeded")
 PREFILL_STEP = 64  # divides neither long prompt (300 = 4*64+44, 233 = 3*64+41)
-LONG = (600, 233)  # longer than the prefill step, which divides neither (600 = 9*64+24)
+LONG = (300, 233)  # longer than the prefill step, which divides neither (300 = 4*64+44)
 CANCEL_AFTER = 3
-BLOCKER_TOKENS = 400
+BLOCKER_TOKENS = 256
 HEAD_START_S = 0.02  # the longest prompt is being prefilled when the rest arrive
 
 

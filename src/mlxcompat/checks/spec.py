@@ -85,6 +85,7 @@ class CheckSpec:
     selectable: bool = True  # the suite runs it; it may be named in `checks:` / `--checks`
     always: bool = False  # part of every run, whatever matrix.yaml's `checks:` says
     bisectable: bool = True
+    default: bool = True  # in a matrix that lists no `checks:` (heavy ones opt in per cell)
     order: int = 1  # collection order: 0 the subject itself, 1 behaviour, 3 patch rows
 
 
