@@ -107,6 +107,7 @@ class MatchFile(_Strict):
     scenario: Names | None = None
     path: Names | None = None
     test: Names | None = None
+    dtype: Names | None = None
     subject: Names | None = None
     cell: Names | None = None
     backend: Names | None = None

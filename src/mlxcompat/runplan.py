@@ -19,7 +19,8 @@ from mlxcompat.records.cell import InstallRecord
 from mlxcompat.spec import CellRun
 
 # `--modes` etc.: the keys a run can be narrowed by (each filters the checks that have it).
-FILTERS = {"modes": "mode", "roles": "role", "scenarios": "scenario", "paths": "path"}
+FILTERS = {"modes": "mode", "roles": "role", "scenarios": "scenario", "paths": "path",
+           "dtypes": "dtype"}
 
 
 def add_selection(run: argparse.ArgumentParser) -> None:

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 from mlxcompat.checks import (
     cache_contract,
+    dtypes,
     glm4v,
     parity,
     patch_status,
     process_state,
+    prompt_cache,
     server,
+    shapes,
     upstream,
 )
 from mlxcompat.checks.spec import Case, CheckSpec, Context
@@ -30,7 +33,8 @@ RUN = CheckSpec("run", ("subject",), _no_cases, _harness_row, selectable=False,
 
 SPECS: tuple[CheckSpec, ...] = (
     patch_status.INSTALL, patch_status.IMPORT, parity.SPEC, cache_contract.SPEC, glm4v.SPEC,
-    server.SPEC, patch_status.PATCH_STATUS, patch_status.IDEMPOTENCE, process_state.SPEC,
+    prompt_cache.SPEC, shapes.SPEC, dtypes.PARITY, dtypes.CACHE, server.SPEC,
+    patch_status.PATCH_STATUS, patch_status.IDEMPOTENCE, process_state.SPEC,
     upstream.SPEC, RUN,
 )
 CATALOG: dict[str, CheckSpec] = {s.name: s for s in SPECS}

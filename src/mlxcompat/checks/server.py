@@ -173,6 +173,13 @@ def compare_scenario(run: ServerRun, scenario: str, tolerance: float) -> Compari
     return found
 
 
+def _first_trouble(log: list[str]) -> list[str]:
+    """The server's first error and the lines after it (later ones are its consequences)."""
+    first = next((i for i, line in enumerate(log) if " ERROR " in line or "died" in line),
+                 max(0, len(log) - 12))
+    return log[first:first + 16]
+
+
 def run_server(case: Case, ctx: Context) -> ResultRow:
     def body() -> ResultRow:
         session, run = server_run(case.model, ctx)
@@ -180,6 +187,8 @@ def run_server(case: Case, ctx: Context) -> ResultRow:
             return case.row(ctx.subject, "error", f"server did not serve: {run.error}",
                             metrics={"flags": session.flags})
         found = compare_scenario(run, case.scenario, ctx.tolerance)
+        if found.verdict == "error":  # what the server said about it
+            found.metrics["server_log"] = _first_trouble(list(session.under.log))
         found.metrics.update(flags=session.flags, flags_absent=session.missing,
                              timings={"start_s": session.start_s, **run.timings},
                              served=len(run.sent), applied=session.applied)

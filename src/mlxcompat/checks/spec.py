@@ -31,10 +31,12 @@ class Case:
     scenario: str = ""
     path: str = ""
     test: str = ""
+    dtype: str = ""
 
     @property
     def id(self) -> str:
-        parts = (self.model, self.mode, self.role, self.scenario, self.path, self.test)
+        parts = (self.model, self.mode, self.role, self.scenario, self.path, self.test,
+                 self.dtype)
         return "-".join(p for p in parts if p) or self.check
 
     def row(self, subject: str, verdict: str, detail: str = "", **fields: Any) -> ResultRow:

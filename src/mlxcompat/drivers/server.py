@@ -63,7 +63,7 @@ class Server:
     device: str = "cpu"
     port: int = 0
     proc: Any = None
-    log: deque[str] = field(default_factory=lambda: deque(maxlen=40))
+    log: deque[str] = field(default_factory=lambda: deque(maxlen=400))
     applied: dict[str, str] = field(default_factory=dict)
     started_s: float = 0.0
 

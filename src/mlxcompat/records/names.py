@@ -31,7 +31,8 @@ UPSTREAM = "none"
 # The summary row of an upstream-suite run (its other rows name one upstream test each).
 ALL_TESTS = "(all)"
 # Row keys that identify what a result is about, beside cell and subject.
-KEYS: tuple[str, ...] = ("model", "mode", "role", "scenario", "path", "test")
+# `dtype` is "" for float32 (every row before dtypes were checked) and names any other.
+KEYS: tuple[str, ...] = ("model", "mode", "role", "scenario", "path", "test", "dtype")
 
 
 def cell_name(cell: str, label: str = "") -> str:
