@@ -10,7 +10,7 @@ import pytest
 
 from mlxcompat.checks.server import ServerRun, compare_scenario
 from mlxcompat.checks.server_workload import SCENARIOS, Sent, run_workload
-from mlxcompat.drivers.server import Completion, _logprobs
+from mlxcompat.drivers.server import Completion, Poster, _logprobs
 from mlxcompat.models.saved import VOCAB, alphabet, to_ids, to_text
 
 
@@ -64,7 +64,7 @@ def test_tokens_are_printable_characters_that_round_trip() -> None:
 
 def test_the_workload_is_bounded_and_covers_every_scenario() -> None:
     client = FakeClient()
-    work = run_workload(client, "http://x", model="/m")
+    work = run_workload(Poster(client, "http://x", to_ids), model="/m")
     assert {s.scenario for s in work.sent} == set(SCENARIOS)
     assert len(client.bodies) == len(work.sent) <= 30
     assert all(b["max_tokens"] <= 40 and b["model"] == "/m" for b in client.bodies)
@@ -130,3 +130,16 @@ def test_the_installed_server_names_its_own_flags() -> None:
 
     flags = server_flags()
     assert "--model" in flags and "--port" in flags
+
+
+def test_a_gone_server_ends_the_workload_at_once() -> None:
+    class Dead(FakeClient):
+        def _answer(self, body: dict[str, Any]) -> _Response:
+            self.bodies.append(body)
+            raise TimeoutError("ReadTimeout")  # what httpx raises when nothing answers
+
+    client = Dead()
+    work = run_workload(Poster(client, "http://x", to_ids), model="/m")
+    assert all(s.got.error for s in work.sent)
+    assert len(client.bodies) < 15  # the first group only; the rest were never sent
+    assert any(s.got.error.startswith("not sent: the server is gone") for s in work.sent)

@@ -65,11 +65,15 @@ class Session:
     applied: dict[str, str] = field(default_factory=dict)
     start_s: float = 0.0
     error: str = ""
+    client: Any = None
+    posters: list[Any] = field(default_factory=list)  # under test, alone (each knows if gone)
 
     def stop(self) -> None:
         for server in (self.under, self.alone):
             if server is not None:
                 server.stop()
+        if self.client is not None:
+            self.client.close()
 
 
 _PLAN: list[str] = []  # the models this process's server rows are about, in order
@@ -99,19 +103,24 @@ def _start(ctx: Context, first: Path, root: Path) -> Session:
     except Exception as exc:
         session.stop()
         session.error = f"{type(exc).__name__}: {exc}"
+    import httpx
+
+    from mlxcompat.drivers.server import Poster
+    from mlxcompat.models.saved import to_ids
+
+    session.client = httpx.Client()
+    session.posters = [Poster(session.client, s.url, to_ids) for s in (session.under,
+                                                                       session.alone)]
     session.applied = session.under.applied
     session.start_s = round(max(session.under.started_s, session.alone.started_s), 3)
     return session
 
 
 def _serve(session: Session, folder: Path) -> ServerRun:
-    import httpx
-
     run = ServerRun()
-    with httpx.Client() as client:
-        work = run_workload(client, session.under.url, model=str(folder))
-        run.sent = work.sent
-        run.alone, alone_s = replay_alone(client, session.alone.url, work)
+    work = run_workload(session.posters[0], model=str(folder))
+    run.sent = work.sent
+    run.alone, alone_s = replay_alone(session.posters[1], work)
     run.timings = {"workload_s": round(work.seconds, 3), "alone_s": round(alone_s, 3)}
     return run
 

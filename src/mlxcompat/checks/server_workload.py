@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from mlxcompat.drivers.server import Completion, complete, stream_then_cancel
-from mlxcompat.models.saved import VOCAB, to_ids, to_text
+from mlxcompat.drivers.server import Completion, Poster
+from mlxcompat.models.saved import VOCAB, to_text
 
 SCENARIOS = ("shared-prefix", "multi-turn", "cancel", "long-prompt", "seeded")
 PREFILL_STEP = 64  # divides neither long prompt (300 = 4*64+44, 233 = 3*64+41)
@@ -131,7 +131,7 @@ def _record(scenario: str, names: list[str], bodies: list[dict], got: list[Compl
     return [Sent(scenario, n, b, g) for n, b, g in zip(names, bodies, got, strict=True)]
 
 
-def run_workload(client: Any, url: str, model: str, seed: int = 0) -> Workload:
+def run_workload(poster: Poster, model: str, seed: int = 0) -> Workload:
     """Send the workload for `model` (a folder the server loads) to the server under test;
     bounded: every request has max_tokens and a timeout, and the phases run in order."""
     rng = np.random.default_rng(seed)
@@ -139,7 +139,7 @@ def run_workload(client: Any, url: str, model: str, seed: int = 0) -> Workload:
 
     def post(body: dict) -> Completion:
         body["model"] = model
-        return complete(client, url, body, to_ids)
+        return poster(body)
 
     out = Workload()
     phase = _at_once(rng)
@@ -148,7 +148,7 @@ def run_workload(client: Any, url: str, model: str, seed: int = 0) -> Workload:
     out.sent += _conversations(post, rng)
     prompt = _draw(rng, 20)
     body = {**_body(prompt, 40, logprobs=False), "model": model}
-    cut = stream_then_cancel(client, url, body, CANCEL_AFTER, to_ids)
+    cut = poster.stream(body, CANCEL_AFTER)
     out.sent.append(Sent("cancel", "cancelled-stream", body, cut, cancelled=True))
     again = [_body(prompt, 8, logprobs=True), _body(_draw(rng, 14), 7, logprobs=True)]
     got = _together(post, again)
@@ -157,8 +157,8 @@ def run_workload(client: Any, url: str, model: str, seed: int = 0) -> Workload:
     return out
 
 
-def replay_alone(client: Any, url: str, workload: Workload) -> tuple[list[Completion], float]:
+def replay_alone(poster: Poster, workload: Workload) -> tuple[list[Completion], float]:
     """Every request of the workload, alone and in order (a cancelled stream in full)."""
     began = time.perf_counter()
-    alone = [complete(client, url, s.body, to_ids) for s in workload.sent]
+    alone = [poster(s.body) for s in workload.sent]
     return alone, time.perf_counter() - began
