@@ -25,7 +25,7 @@ def main() -> None:
         print("bfloat16 forward ran")
     except RuntimeError as exc:
         print(f"bfloat16 forward raised: {exc}")
-    for i in range(50):
+    for _ in range(50):
         x = mx.random.normal((64, 64))
         mx.eval(x @ x + 1.0)
         mx.eval(mx.addmm(mx.ones((64,)), x, x))

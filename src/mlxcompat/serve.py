@@ -41,6 +41,23 @@ def _no_prompt_cache(server: Any) -> None:
     cls.fetch_nearest_cache = fetch_nearest_cache
 
 
+def _end_with_parent() -> None:
+    """Exit when the process that started this server is gone (killed, timed out): a
+    server must never outlive its check."""
+    import os
+    import threading
+    import time
+
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(0)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
 def main(argv: list[str]) -> None:
     ours, _, rest = (argv[: argv.index("--")], None, argv[argv.index("--") + 1:]) \
         if "--" in argv else (argv, None, [])
@@ -55,6 +72,7 @@ def main(argv: list[str]) -> None:
             no_cache = True
         else:
             raise SystemExit(f"mlxcompat.serve: unknown argument {arg!r}")
+    _end_with_parent()
     import mlx.core as mx
 
     mx.set_default_device(mx.gpu if device == "gpu" else mx.cpu)

@@ -12,6 +12,7 @@ servers run once per model per subject process and every row carries the timings
 
 from __future__ import annotations
 
+import atexit
 import shutil
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
@@ -133,21 +134,32 @@ def server_run(model: str, ctx: Context) -> tuple[Session, ServerRun]:
 
     if model in _RUNS:
         return _RUNS[model]
-    root = Path(tempfile.mkdtemp(prefix="mlxcompat-serve-")) if not _LIVE else _LIVE[0].folder
-    folder = save_tiny(model, root / model)  # SkipCheck where this release lacks it
-    if not _LIVE:
-        _LIVE.append(_start(ctx, folder, root))
-    session = _LIVE[0]
     try:
-        run = ServerRun(error=session.error) if session.error else _serve(session, folder)
-    except Exception as exc:
-        run = ServerRun(error=f"{type(exc).__name__}: {exc}")
-    _RUNS[model] = (session, run)
-    if not _PLAN or model == _PLAN[-1]:
+        root = (Path(tempfile.mkdtemp(prefix="mlxcompat-serve-")) if not _LIVE
+                else _LIVE[0].folder)
+        folder = save_tiny(model, root / model)  # SkipCheck where this release lacks it
+        if not _LIVE:
+            _LIVE.append(_start(ctx, folder, root))
+        session = _LIVE[0]
+        try:
+            run = ServerRun(error=session.error) if session.error else _serve(session, folder)
+        except Exception as exc:
+            run = ServerRun(error=f"{type(exc).__name__}: {exc}")
+        _RUNS[model] = (session, run)
+        return session, run
+    finally:
+        if not _PLAN or model == _PLAN[-1]:
+            stop_servers()
+
+
+@atexit.register
+def stop_servers() -> None:
+    """End the servers this process started (after the last planned model, when that one
+    is skipped or raised, and at exit whatever happened): never leave one running."""
+    for session in _LIVE:
         session.stop()
         shutil.rmtree(session.folder, ignore_errors=True)
-        _LIVE.clear()
-    return session, run
+    _LIVE.clear()
 
 
 def _scores(got: Completion, ref: Completion, n: int) -> tuple[list[Any], list[Any]]:
