@@ -4,6 +4,8 @@ and the comparison against the requests served alone (a fake HTTP client, no ser
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,6 +14,8 @@ from mlxcompat.checks.server import ServerRun, compare_scenario
 from mlxcompat.checks.server_workload import SCENARIOS, Sent, run_workload
 from mlxcompat.drivers.server import Completion, Poster, _logprobs
 from mlxcompat.models.saved import VOCAB, alphabet, to_ids, to_text
+
+sys.path.insert(0, str(Path(__file__).parent))  # fake_entry_points
 
 
 class _Response:
@@ -143,3 +147,21 @@ def test_a_gone_server_ends_the_workload_at_once() -> None:
     assert all(s.got.error for s in work.sent)
     assert len(client.bodies) < 15  # the first group only; the rest were never sent
     assert any(s.got.error.startswith("not sent: the server is gone") for s in work.sent)
+
+
+def test_the_serve_wrapper_applies_entry_points_and_can_turn_the_prompt_cache_off() -> None:
+    import types
+
+    from mlxcompat import serve
+
+    applied = serve._apply(["mamba=fake_entry_points:returns_status",
+                            "glm4v=fake_entry_points:raises"])
+    assert "skipped" in applied["mamba"] and applied["glm4v"].startswith("raised RuntimeError")
+
+    class LRUPromptCache:
+        def fetch_nearest_cache(self, model: Any, tokens: Any) -> Any:
+            return "a cache", tokens[3:]
+
+    server = types.SimpleNamespace(LRUPromptCache=LRUPromptCache)
+    serve._no_prompt_cache(server)
+    assert LRUPromptCache().fetch_nearest_cache("m", [1, 2, 3, 4]) == (None, [1, 2, 3, 4])
