@@ -4,11 +4,12 @@ Three phases, each bounded in requests and tokens (about 20 requests in all):
 - at once: requests sharing a prefix (unequal suffixes and lengths, so rows finish on
   different steps) and prompts of a few hundred tokens (longer than the prefill step, which
   divides neither);
-- multi-turn: two conversations at once, three turns each; the second turn extends the
-  first's prompt and completion (a cache hit), the third edits the second turn's message,
-  so the cached prompt is longer than the shared prefix (the server trims or refetches);
-- a streamed request cancelled after a few tokens, then the same prompt again at once with
-  another request beside it;
+- multi-turn: two conversations, three turns each, one request at a time; the second turn
+  extends the first's prompt and completion (a cache hit), the third edits the second
+  turn's message, so the cached prompt is longer than the shared prefix (the server trims
+  or refetches);
+- a streamed request cancelled after a few tokens, then the same prompt again and another
+  request, one after the other;
 - seeded sampling (temperature 1), one request after the other, once the batches are done:
   sent amid the batches, 0.31.3 gave other tokens than the same seeded request alone in
   about one fresh server of three, for every subject `none` included (not reduced further;
@@ -32,11 +33,13 @@ from mlxcompat.drivers.server import Completion, Poster
 from mlxcompat.models.saved import VOCAB, to_text
 
 SCENARIOS = ("shared-prefix", "multi-turn", "cancel", "long-prompt", "seeded")
-PREFILL_STEP = 64  # divides neither long prompt (300 = 4*64+44, 233 = 3*64+41)
-LONG = (300, 233)  # longer than the prefill step, which divides neither (300 = 4*64+44)
+PREFILL_STEP = 64  # divides no long prompt (300 = 4*64+44, 233 = 3*64+41, 97 = 64+33)
+LONG = (300, 233, 97)  # longer than the prefill step
 CANCEL_AFTER = 3
-BLOCKER_TOKENS = 256
-HEAD_START_S = 0.02  # the longest prompt is being prefilled when the rest arrive
+BLOCKER_TOKENS = 768
+HEAD_START_S = 0.05  # the blocker is being prefilled when the group arrives
+TURN_PAUSE_S = 0.3  # the server inserts a finished row's cache after answering
+GROUP = 3  # requests sent together (and the blocker): within the prompt concurrency, 4
 
 
 @dataclass
@@ -68,16 +71,15 @@ def _draw(rng: np.random.Generator, n: int) -> list[int]:
     return [int(t) for t in rng.integers(0, VOCAB, size=n)]
 
 
-def _at_once(rng: np.random.Generator) -> list[tuple[str, str, dict]]:
+def _at_once(rng: np.random.Generator) -> list[list[tuple[str, str, dict]]]:
+    """Groups of at most `GROUP` requests (the prompt concurrency), each sent together."""
     prefix = _draw(rng, 24)
-    found = []
-    for i, (tail, new) in enumerate(zip((2, 5, 9, 3, 12, 7), (6, 9, 4, 11, 8, 5),
-                                        strict=True)):
-        found.append(("shared-prefix", f"shared-{i}",
-                      _body(prefix + _draw(rng, tail), new, logprobs=i % 2 == 0)))
-    for n in LONG:
-        found.append(("long-prompt", f"long-{n}", _body(_draw(rng, n), 6, logprobs=True)))
-    return found
+    shared = [("shared-prefix", f"shared-{i}",
+               _body(prefix + _draw(rng, tail), new, logprobs=i % 2 == 0))
+              for i, (tail, new) in enumerate(zip((2, 5, 9, 3, 12, 7), (6, 9, 4, 11, 8, 5),
+                                                  strict=True))]
+    long = [("long-prompt", f"long-{n}", _body(_draw(rng, n), 6, logprobs=True)) for n in LONG]
+    return [shared[:3], shared[3:], long]
 
 
 def _seeded(rng: np.random.Generator) -> list[tuple[str, str, dict]]:
@@ -88,8 +90,10 @@ def _seeded(rng: np.random.Generator) -> list[tuple[str, str, dict]]:
 
 def _conversations(post: Callable[[dict], Completion], rng: np.random.Generator
                    ) -> list[Sent]:
-    """Two conversations, turn by turn, both of a turn sent together; the first asks for
-    logprobs, the second not (0.29.1 batches only requests without logprobs)."""
+    """Two conversations, turn by turn, their requests one after the other (batching is the
+    other scenarios' business: sent together, whether two turns shared a prefill depended
+    on when the server stored the first turn's cache, and so did the verdict under Mamba
+    v1's upstream drift); the first asks for logprobs, the second not."""
     firsts = [_draw(rng, 16), _draw(rng, 19)]
     seconds = [_draw(rng, 5), _draw(rng, 3)]
     thirds = [_draw(rng, 8), _draw(rng, 6)]
@@ -100,22 +104,21 @@ def _conversations(post: Callable[[dict], Completion], rng: np.random.Generator
     for turn, messages in ((1, [[], []]), (2, seconds), (3, thirds)):
         bodies = [_body(h + m, 6, logprobs=k == 0)
                   for k, (h, m) in enumerate(zip(histories, messages, strict=True))]
-        got = _together(post, bodies)
+        got = [post(b) for b in bodies]  # one after the other: the prompt cache, not batching
         sent += _record("multi-turn", [f"conv{k}-turn{turn}" for k in range(2)], bodies, got)
         if turn == 1:
             histories = [h + g.tokens for h, g in zip(histories, got[:2], strict=True)]
+        time.sleep(TURN_PAUSE_S)  # a user reads the answer; the server stores its cache
     return sent
 
 
 def _together(post: Callable[[dict], Completion], bodies: list[dict]) -> list[Completion]:
-    """Send `bodies` at once while the server is busy prefilling a long prompt, so that they
-    queue up and the server batches them: without it, whether two requests share a prefill
-    depends on thread timing, and so would the verdict. The long prompt is the longest of
-    `bodies` where that is long enough, else a blocker appended to `bodies` (the caller
-    records it too)."""
-    if max(len(b["prompt"]) for b in bodies) < BLOCKER_TOKENS:
-        bodies.append(_body([i % VOCAB for i in range(BLOCKER_TOKENS)], 2, logprobs=True))
-    order = sorted(range(len(bodies)), key=lambda i: -len(bodies[i]["prompt"]))
+    """Send `bodies` at once while the server is busy prefilling a long blocker (appended to
+    `bodies`; the caller records it too), so that they queue up and the server prefills them
+    together: without it, whether two requests share a prefill depends on thread timing, and
+    so would the verdict. A group stays within the prompt concurrency (`GROUP`)."""
+    bodies.append(_body([i % VOCAB for i in range(BLOCKER_TOKENS)], 2, logprobs=True))
+    order = [len(bodies) - 1, *range(len(bodies) - 1)]
     gate = threading.Barrier(len(bodies) - 1)
 
     def send(i: int) -> Completion:
@@ -148,16 +151,17 @@ def run_workload(poster: Poster, model: str, seed: int = 0) -> Workload:
         return poster(body)
 
     out = Workload()
-    phase = _at_once(rng)
-    got = _together(post, [item[2] for item in phase])
-    out.sent += [Sent(s, n, b, g) for (s, n, b), g in zip(phase, got, strict=True)]
+    for group in _at_once(rng):
+        bodies = [item[2] for item in group]
+        got = _together(post, bodies)
+        out.sent += _record(group[0][0], [item[1] for item in group], bodies, got)
     out.sent += _conversations(post, rng)
     prompt = _draw(rng, 20)
     body = {**_body(prompt, 40, logprobs=False), "model": model}
     cut = poster.stream(body, CANCEL_AFTER)
     out.sent.append(Sent("cancel", "cancelled-stream", body, cut, cancelled=True))
     again = [_body(prompt, 8, logprobs=True), _body(_draw(rng, 14), 7, logprobs=True)]
-    got = _together(post, again)
+    got = [post(b) for b in again]  # what the cancel left behind, not batching (see above)
     out.sent += _record("cancel", ["after-cancel-0", "after-cancel-1"], again, got)
     seeded = _seeded(rng)  # last, once the batches are done (see the module docstring)
     out.sent += [Sent(sc, n, b, post(b)) for sc, n, b in seeded]
