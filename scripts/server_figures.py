@@ -44,6 +44,26 @@ def _server(doc: dict) -> list[str]:
     return lines
 
 
+def _dtypes(doc: dict) -> list[str]:
+    """Per subject and dtype: the largest |Δ| of dtype-parity per model, the modes that
+    failed, whether tokens stayed equal; and dtype-cache verdicts."""
+    found: dict[tuple[str, str, str], list[dict]] = defaultdict(list)
+    for row in doc["results"]:
+        if row["check"] in ("dtype-parity", "dtype-cache") and row["subject"] in SUBJECTS:
+            found[(row["subject"], row["dtype"], row["model"])].append(row)
+    lines = []
+    for (subject, dtype, model), rows in sorted(found.items()):
+        deltas = [r["delta"] for r in rows if r["delta"] is not None]
+        bad = [r["mode"] or "cache" for r in rows if r["verdict"] != "pass"]
+        tokens = all(r["tokens_equal"] is not False for r in rows)
+        lines.append(f"  {subject} {dtype} {model}: max |Δ| {max(deltas, default=0):.3g}, "
+                     f"not pass: {','.join(bad) or '-'}, tokens equal: {tokens}")
+    return lines
+
+
+SUBJECTS = ("none", "mlxcompat", "vllm-mlx-0.6.0")
+
+
 def _seconds(doc: dict) -> str:
     total: dict[str, float] = defaultdict(float)
     for row in doc["results"]:
@@ -58,6 +78,7 @@ def main(paths: list[str]) -> None:
         print(f"{doc['cell']} (mlx-lm {packages.get('mlx-lm')}, mlx {packages.get('mlx')})")
         print("  seconds of rows, all subjects: " + _seconds(doc))
         print("\n".join(_server(doc)) or "  no server rows")
+        print("\n".join(_dtypes(doc)) or "  no dtype rows")
 
 
 if __name__ == "__main__":
