@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mlxcompat.checks.catalog import selectable
 from mlxcompat.expectations import PINNED
 from mlxcompat.families import Family, expand_names, is_family, parse_family
 from mlxcompat.records.lock import ReleaseLock
@@ -17,7 +18,7 @@ from mlxcompat.validation import fail, mapping, names, version
 _PLATFORMS = ("linux", "darwin")
 SUBJECT_KEYS = {"description", "install", "entry_points"}
 CELL_KEYS = {"id", *PINNED, "resolve", "models", "subjects", "extra_subjects", "tags",
-             "timeout_s", "bench_models", "bench"}
+             "timeout_s", "bench_models", "bench", "extra_checks"}
 LATEST = "latest"
 
 
@@ -70,6 +71,7 @@ class Cell:
     bench_models: tuple[str, ...] = ()  # narrows the profile's models in this cell
     bench: str = ""  # this cell's bench profile when the run names none (e.g. curve)
     sources: dict[str, Source] = field(default_factory=dict)  # packages built from source
+    extra_checks: tuple[str, ...] = ()  # run here beside the matrix's `checks:` (heavy ones)
 
     def requirements(self, mlx_template: str, base: Path | None = None,
                      pins: dict[str, str] | None = None) -> list[str]:
@@ -212,7 +214,12 @@ def parse_cell(raw: Any, i: int, defaults: dict[str, Any], subjects: dict[str, S
                            registry.models, "model"),
         bench=str(raw.get("bench", "")),
         sources=sources,
+        extra_checks=_extra_checks(raw.get("extra_checks", []), f"{path}.extra_checks"),
     )
+
+
+def _extra_checks(raw: Any, path: str) -> tuple[str, ...]:
+    return names(raw, path, selectable(), "check")
 
 
 def parse_runners(raw: Any, cells: tuple[Cell, ...], backends: dict[str, Backend],

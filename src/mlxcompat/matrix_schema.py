@@ -119,6 +119,8 @@ class CellFile(_Strict):
     bench_models: list[str] | None = None
     bench: str | None = Field(None, description="this cell's bench profile (default: the "
                               "settings' default)")
+    extra_checks: list[str] | None = Field(
+        None, description="checks run in this cell beside `checks:` (heavy ones, e.g. server)")
 
 
 class RunnerFile(_Strict):
@@ -136,6 +138,7 @@ class MatchFile(_Strict):
     scenario: Names | None = None
     path: Names | None = None
     test: Names | None = None
+    dtype: Names | None = None
     subject: Names | None = None
     cell: Names | None = None
     backend: Names | None = None

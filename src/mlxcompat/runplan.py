@@ -19,7 +19,8 @@ from mlxcompat.records.cell import InstallRecord
 from mlxcompat.spec import CellRun
 
 # `--modes` etc.: the keys a run can be narrowed by (each filters the checks that have it).
-FILTERS = {"modes": "mode", "roles": "role", "scenarios": "scenario", "paths": "path"}
+FILTERS = {"modes": "mode", "roles": "role", "scenarios": "scenario", "paths": "path",
+           "dtypes": "dtype"}
 
 
 def add_selection(run: argparse.ArgumentParser) -> None:
@@ -92,6 +93,11 @@ def plan(matrix: Matrix, cell_id: str, args: argparse.Namespace, *, label: str =
     models = pick(args.models, cell.models if cell else tuple(reg.models), tuple(reg.models),
                   "model")
     checks = pick(args.checks, (), selectable(), "check")
+    if not checks and cell is not None and cell.extra_checks:
+        from mlxcompat.checks.catalog import CATALOG
+
+        always = [name for name, spec in CATALOG.items() if spec.always]
+        checks = list(dict.fromkeys((*always, *matrix.checks, *cell.extra_checks)))
     profile = matrix.bench_profile(args.bench or (cell.bench if cell else None) or None)
     chosen = matrix.backend(backend)
     selection: dict[str, Any] = {

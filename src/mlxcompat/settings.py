@@ -18,7 +18,7 @@ KEYS = {"python", "timeout_s", "tolerance", "throughput_threshold", "bench", "ba
 PROFILE_KEYS = {"batches", "rounds", "warmup", "prompt_tokens", "gen_tokens", "gating",
                 "models", "dtypes", "prompts"}
 PROMPT_SHAPES = ("uniform", "mixed")
-DTYPES = ("float32", "bfloat16", "float16")
+DTYPES = ("float32", "bfloat16", "float16", "q4")  # q4: 4-bit weights (mlx.nn.quantize)
 DEFAULT_BENCH_MODELS = ("llama", "mamba2", "qwen3_next", "qwen3_5")
 
 

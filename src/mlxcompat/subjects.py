@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from mlxcompat.drivers import process_state
 from mlxcompat.drivers.installed import package_folders, stat_changes, stat_files
 from mlxcompat.errors import add_subject_code, describe_exception, short_error
 from mlxcompat.records.names import Observed
@@ -142,7 +143,8 @@ def _call(func: Any) -> tuple[Any, BaseException | None, list[str]]:
         return None, exc, capture.lines
     finally:
         root.removeHandler(capture)
-        root.setLevel(old_level)
+        if root.level == logging.DEBUG:  # ours; a level the entry point set stays (observed)
+            root.setLevel(old_level)
 
 
 def apply_entry_point(subject: str, role: RoleDecl, entry_point: str) -> PatchRow:
@@ -152,18 +154,21 @@ def apply_entry_point(subject: str, role: RoleDecl, entry_point: str) -> PatchRo
     agree, what changed (installed files of mlx / mlx-lm / mlx-vlm included, as
     `file:<path>`), and the idempotence record (second call, unpatch, re-apply).
     """
-    row = {"subject": subject, "role": role.name, "entry_point": entry_point}
+    row: dict[str, Any] = {"subject": subject, "role": role.name, "entry_point": entry_point}
     folders = package_folders()
     files = stat_files(folders)
     before = snapshot(role.targets)
+    state = process_state.take()
     func, import_error = import_entry_point(entry_point)
     if func is None:
         wrote = stat_changes(files, stat_files(folders))
         return PatchRow(**row, observed="error", imported=False,
                         changed=changed(before, snapshot(role.targets)) + _files(wrote),
                         detail=f"entry point does not import: {import_error}",
-                        idempotence=Idempotence(wrote_files=wrote) if wrote else None)
+                        idempotence=Idempotence(wrote_files=wrote) if wrote else None,
+                        process=process_state.compare(state, process_state.take()))
     returned, raised, log = _call(func)
+    row["process"] = process_state.compare(state, process_state.take())
     after = snapshot(role.targets)
     replaced = changed(before, after) + _files(stat_changes(files, stat_files(folders)))
     if raised is not None:  # called again: does it now succeed, raise again, change more?

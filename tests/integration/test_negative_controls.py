@@ -23,6 +23,11 @@ BROKEN = {
     "claims-applied": {"mamba": "negative_controls.claims:apply"},
     "missing-module": {"negative": "negative_controls.not_there:apply"},
     "bad-extend": {"negative": "negative_controls.glm4v_extend:apply"},
+    "reseeds": {"negative": "negative_controls.reseed:apply"},  # process-state
+    "short-trim": {"negative": "negative_controls.short_trim:apply"},  # server, prompt-cache
+    "upcasts-merge": {"negative": "negative_controls.upcast_merge:apply"},  # dtype-cache
+    "lossy-state": {"negative": "negative_controls.lossy_state:apply"},  # prompt-cache
+    "wide-filter": {"negative": "negative_controls.wide_filter:apply"},  # shapes
 }
 
 
@@ -39,7 +44,8 @@ def _matrix() -> str:
         "roles": {"negative": {"targets": ["mlx_lm.models.cache", "mlx_vlm.models.cache"],
                                "checks": ["parity", "glm4v"]}},
         "subjects": subjects,
-        "cells": [{"mlx-lm": "0.32.2", "mlx": "0.32.2", "models": ["llama", "mamba2"]},
+        "cells": [{"mlx-lm": "0.32.2", "mlx": "0.32.2", "models": ["llama", "mamba2"],
+                   "extra_checks": ["server", "prompt-cache", "shapes", "dtype-cache"]},
                   {"mlx-vlm": "0.7.10", "mlx-lm": "0.32.2", "mlx": "0.32.4",
                    "models": ["llama", "glm4v_moe"]}],
     })

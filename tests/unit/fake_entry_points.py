@@ -56,3 +56,16 @@ def reversible():
 def unpatch():
     if "helper" in _saved:
         _target().helper = _saved.pop("helper")
+
+
+def reseeds():
+    import mlx.core as mx
+
+    mx.random.seed(7)
+
+
+def touches_process_state():
+    import os
+
+    os.environ["MLXCOMPAT_FAKE_PATCHED"] = "1"
+    logging.getLogger().setLevel(logging.CRITICAL)

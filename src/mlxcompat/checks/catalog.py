@@ -3,7 +3,19 @@ read. Adding a check is a module with a `SPEC` (plus its test) and a line here."
 
 from __future__ import annotations
 
-from mlxcompat.checks import cache_contract, glm4v, parity, patch_status, upstream, vlm
+from mlxcompat.checks import (
+    cache_contract,
+    dtypes,
+    glm4v,
+    parity,
+    patch_status,
+    process_state,
+    prompt_cache,
+    server,
+    shapes,
+    upstream,
+    vlm,
+)
 from mlxcompat.checks.spec import Case, CheckSpec, Context
 from mlxcompat.records.rows import ResultRow
 
@@ -23,11 +35,14 @@ RUN = CheckSpec("run", ("subject",), _no_cases, _harness_row, selectable=False,
 SPECS: tuple[CheckSpec, ...] = (
     patch_status.INSTALL, patch_status.IMPORT, parity.SPEC, cache_contract.SPEC, glm4v.SPEC,
     vlm.SPEC,
-    patch_status.PATCH_STATUS, patch_status.IDEMPOTENCE, upstream.SPEC, RUN,
+    prompt_cache.SPEC, shapes.SPEC, dtypes.PARITY, dtypes.CACHE, server.SPEC,
+    patch_status.PATCH_STATUS, patch_status.IDEMPOTENCE, process_state.SPEC,
+    upstream.SPEC, RUN,
 )
 CATALOG: dict[str, CheckSpec] = {s.name: s for s in SPECS}
 # What matrix.yaml's `checks:` lists by default (the `always` ones run anyway).
-DEFAULT_CHECKS: tuple[str, ...] = tuple(s.name for s in SPECS if s.selectable and not s.always)
+DEFAULT_CHECKS: tuple[str, ...] = tuple(s.name for s in SPECS
+                                        if s.selectable and s.default and not s.always)
 
 
 def selectable() -> tuple[str, ...]:

@@ -31,10 +31,12 @@ class Case:
     scenario: str = ""
     path: str = ""
     test: str = ""
+    dtype: str = ""
 
     @property
     def id(self) -> str:
-        parts = (self.model, self.mode, self.role, self.scenario, self.path, self.test)
+        parts = (self.model, self.mode, self.role, self.scenario, self.path, self.test,
+                 self.dtype)
         return "-".join(p for p in parts if p) or self.check
 
     def row(self, subject: str, verdict: str, detail: str = "", **fields: Any) -> ResultRow:
@@ -85,6 +87,7 @@ class CheckSpec:
     selectable: bool = True  # the suite runs it; it may be named in `checks:` / `--checks`
     always: bool = False  # part of every run, whatever matrix.yaml's `checks:` says
     bisectable: bool = True
+    default: bool = True  # in a matrix that lists no `checks:` (heavy ones opt in per cell)
     order: int = 1  # collection order: 0 the subject itself, 1 behaviour, 3 patch rows
 
 

@@ -52,5 +52,5 @@ def decode_steps(
         mx.eval(y, logprobs)
         for row, (t, lp) in enumerate(zip(host_ints(y), logprobs, strict=True)):
             tokens[row].append(t)
-            scores[row].append(np.array(lp))
+            scores[row].append(np.array(lp.astype(mx.float32)))  # numpy has no bfloat16
     return tokens, scores

@@ -112,15 +112,31 @@ def close(generator: Any) -> None:
 MAX_EMPTY_STEPS = 64
 
 
-def run_batched(model: Any, rows: Sequence[Row]) -> list[RowOutput]:
+def _remove_due(generator: Any, rows: Sequence[Row], outputs: list[RowOutput],
+                by_uid: dict[int, int]) -> None:
+    """Remove every running row that has reached its `remove_after`."""
+    due = [uid for uid, i in by_uid.items() if rows[i].remove_after is not None
+           and outputs[i].finish_reason is None
+           and len(outputs[i].tokens) >= int(rows[i].remove_after or 0)]
+    if due:
+        generator.remove(due)
+        for uid in due:
+            outputs[by_uid[uid]].finish_reason = "removed"
+
+
+def run_batched(model: Any, rows: Sequence[Row], **generator: Any) -> list[RowOutput]:
     """Drive BatchGenerator over `rows` (joining at their steps) until every row finished.
+
+    `generator` goes to the constructor (e.g. `prefill_step_size`); a row with
+    `remove_after` is removed (`remove([uid])`) once it has that many tokens, as a server
+    does with a request whose client went away; its finish reason is then "removed".
 
     The number of `next()` calls is capped (every token the rows asked for, plus slack for
     prefill steps), and so is a run of calls that return nothing: a generator that drops a
     row stops there, and the rows left unfinished (finish_reason None) are the ones that
     stalled.
     """
-    generator = new_batch_generator(model)
+    generator = new_batch_generator(model, **generator)
     outputs = [RowOutput() for _ in rows]
     by_uid: dict[int, int] = {}
     pending = sorted(range(len(rows)), key=lambda i: rows[i].join_after)
@@ -140,6 +156,8 @@ def run_batched(model: Any, rows: Sequence[Row]) -> list[RowOutput]:
             empty = 0 if responses else empty + 1
             for r in responses:
                 out = outputs[by_uid[r.uid]]
+                if out.finish_reason == "removed":
+                    continue  # a token computed before the removal took effect
                 out.tokens.append(int(r.token))
                 if r.logprobs is None:  # vMLX 1.6.81's GenerationBatch._step keeps them only
                     raise RuntimeError(  # for uids it registered itself
@@ -149,6 +167,7 @@ def run_batched(model: Any, rows: Sequence[Row]) -> list[RowOutput]:
                 if r.finish_reason is not None:
                     out.finish_reason = r.finish_reason
                     out.cache = getattr(r, "prompt_cache", None)
+            _remove_due(generator, rows, outputs, by_uid)
             steps += bool(responses)
             if pending and all(outputs[i].finish_reason for i in by_uid.values()):
                 steps = max(steps, rows[pending[0]].join_after)  # nothing left running

@@ -59,6 +59,9 @@ def _with_batch_class(wrap: Any) -> Any:
 
 def _install_batch_cache(journal: Journal) -> list[str]:
     gen = importlib.import_module("mlx_lm.generate")
+    # load_prompt_cache finds a saved cache's class by name in mlx_lm.models.cache: a batch
+    # cache saved by a server must load back, so the class is known there while installed.
+    journal.replace(ssm_cache.cache_module(), "BatchMambaCache", _batch_class())
     done = []
     for name, wrap in (("_make_cache", ssm_cache.wrap_make_cache),
                        ("_merge_caches", ssm_cache.wrap_merge_caches)):

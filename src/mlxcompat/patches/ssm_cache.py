@@ -38,6 +38,7 @@ def batch_cache_class() -> type:
             arrays.__init__(self, size)
             self.left_padding = None if left_padding is None else mx.array(left_padding)
             self.lengths = None
+            self.n_rows = 1 if left_padding is None else len(left_padding)
 
         @classmethod
         def from_cache(cls, cache: Any, left_padding: Any) -> Any:
@@ -60,6 +61,7 @@ def batch_cache_class() -> type:
         def merge(cls, caches: list[Any]) -> Any:
             """Stack per-row caches; rows without state get zeros (a fresh row's state)."""
             merged = cls(len(caches[0].cache) if caches else 2)
+            merged.n_rows = len(caches)
             for slot in range(len(merged.cache)):
                 present = [c.cache[slot] for c in caches if c.cache[slot] is not None]
                 if not present:
@@ -78,14 +80,39 @@ def batch_cache_class() -> type:
 
         def filter(self, batch_indices: Any) -> None:
             self.cache = [None if c is None else c[batch_indices] for c in self.cache]
+            self.n_rows = len(batch_indices)
             self.left_padding = None
 
         def extend(self, other: Any) -> None:
-            self.cache = [o if c is None else c if o is None else mx.concatenate([c, o])
+            """Rows of `other` after ours; a side without state yet gets zeros for its rows
+            (a fresh row's state), so every slot keeps one entry per row of the batch."""
+            mine, theirs = rows_of(self), rows_of(other)
+            self.cache = [_joined(c, o, mine, theirs)
                           for c, o in zip(self.cache, other.cache, strict=True)]
+            self.n_rows = mine + theirs
             self.left_padding = None
 
     return BatchMambaCache
+
+
+def rows_of(cache: Any) -> int:
+    """Rows of an SSM cache: its state's batch size, else its padding's, else its count."""
+    for c in cache.cache:
+        if c is not None:
+            return int(c.shape[0])
+    padding = getattr(cache, "left_padding", None)
+    if padding is not None:
+        return int(padding.size)
+    return int(getattr(cache, "n_rows", 1))
+
+
+def _joined(mine: Any, theirs: Any, n_mine: int, n_theirs: int) -> Any:
+    if mine is None and theirs is None:
+        return None
+    like = mine if mine is not None else theirs
+    top = mine if mine is not None else mx.zeros((n_mine, *like.shape[1:]), like.dtype)
+    bottom = theirs if theirs is not None else mx.zeros((n_theirs, *like.shape[1:]), like.dtype)
+    return mx.concatenate([top, bottom])
 
 
 def _to_batch(cache: Any, left_padding: Any, batch_cls: Any) -> Any:

@@ -36,6 +36,7 @@ def result_v2(row: dict[str, Any]) -> dict[str, Any]:
     if "tokens_equal" in metrics:
         out["tokens_equal"] = metrics.pop("tokens_equal")
     out["metrics"] = metrics
+    out.setdefault("dtype", "")  # every row before schema 3's dtypes was float32
     return out
 
 

@@ -4,8 +4,9 @@
 - observed: what the harness saw an entry point change (`applied` · `skipped` ·
   `not-applicable` · `error`); the entry point's own report is its `claim`;
 - expected: a verdict within what matrix.yaml's expectations record (its `Outcome`);
-- mode: a parity mode only; GLM4V and cache-contract rows have a `scenario` (GLM4V also a
-  `path`), role checks a `role`, upstream-suite rows a `test`.
+- mode: how a batch is shaped (parity and shapes); GLM4V, cache-contract, prompt-cache and
+  server rows have a `scenario` (GLM4V also a `path`), role checks a `role`, upstream-suite
+  rows a `test`, dtype rows a `dtype` ("" is float32).
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ UPSTREAM = "none"
 # The summary row of an upstream-suite run (its other rows name one upstream test each).
 ALL_TESTS = "(all)"
 # Row keys that identify what a result is about, beside cell and subject.
-KEYS: tuple[str, ...] = ("model", "mode", "role", "scenario", "path", "test")
+# `dtype` is "" for float32 (every row before dtypes were checked) and names any other.
+KEYS: tuple[str, ...] = ("model", "mode", "role", "scenario", "path", "test", "dtype")
 
 
 def cell_name(cell: str, label: str = "") -> str:

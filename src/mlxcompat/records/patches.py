@@ -25,6 +25,32 @@ class Idempotence(Record):
     wrote_files: list[str] = Field(default_factory=list)
 
 
+class ProcessState(Record):
+    """What an entry point (its import and first call) changed beyond its targets: mlx's
+    random key, default device and stream, the logging configuration, os.environ, and the
+    modules it imported (recorded, not judged: importing mlx_lm's modules is its job)."""
+
+    random_key: list[list[int]] = Field(default_factory=list)  # before, after
+    device: list[str] = Field(default_factory=list)
+    stream: list[str] = Field(default_factory=list)
+    logging: list[str] = Field(default_factory=list)  # changed loggers: "name: what"
+    environ: list[str] = Field(default_factory=list)  # keys added, removed or changed
+    imported: list[str] = Field(default_factory=list)  # top-level packages newly imported
+    modules: int = 0  # modules newly imported, all told
+
+    def changes(self) -> list[str]:
+        """Every change a patch must not make, one line each."""
+        found = []
+        if len(self.random_key) == 2 and self.random_key[0] != self.random_key[1]:
+            found.append(f"mlx's random key {self.random_key[0]} -> {self.random_key[1]}")
+        for what, pair in (("default device", self.device), ("default stream", self.stream)):
+            if len(pair) == 2 and pair[0] != pair[1]:
+                found.append(f"{what} {pair[0]} -> {pair[1]}")
+        found += [f"logging {x}" for x in self.logging]
+        found += [f"os.environ {x}" for x in self.environ]
+        return found
+
+
 class PatchRow(Record):
     """One entry point of one subject: observed status beside its own claim."""
 
@@ -40,4 +66,5 @@ class PatchRow(Record):
     returned: str = ""
     log: list[str] = Field(default_factory=list)
     idempotence: Idempotence | None = None
+    process: ProcessState | None = None  # None: not observed (an older harness)
     reused: bool = False

@@ -87,6 +87,7 @@ class Change(Placed):
     scenario: str = ""
     path: str = ""
     test: str = ""
+    dtype: str = ""
     verdict: str = ""
     expected: bool = True
     fault: Fault | None = None

@@ -23,12 +23,14 @@ class About:
     scenario: str = ""
     path: str = ""
     test: str = ""
+    dtype: str = ""
 
     @property
     def variant(self) -> str:
-        """The part beside check and model: a mode, role, scenario/path or test."""
+        """The part beside check and model: a mode, role, scenario/path or test (and the
+        dtype where it is not float32)."""
         scenario = "/".join(p for p in (self.scenario, self.path) if p)
-        return " ".join(p for p in (self.mode, self.role, scenario, self.test) if p)
+        return " ".join(p for p in (self.mode, self.role, scenario, self.test, self.dtype) if p)
 
     @property
     def text(self) -> str:
@@ -47,6 +49,7 @@ class ResultRow(Record):
     scenario: str = ""
     path: str = ""
     test: str = ""
+    dtype: str = ""  # "" = float32; bfloat16, float16, q4 (4-bit weights)
     delta: float | None = None  # max |Δ| of scores up to the first differing token
     tokens_equal: bool | None = None
     detail: str = ""

@@ -1,0 +1,234 @@
+"""`server`: the subject's patches in a real `mlx_lm.server`, under a real workload.
+
+The tiny model is saved to a temp folder (config.json, safetensors, an offline tokenizer)
+and served twice, each by `mlxcompat.serve` (the subject's entry points first, then the
+server's `main()`): the server under test with the batching options the installed server
+offers (decode concurrency 8, prompt concurrency 4, prefill step 64, prompt cache 8), and a
+reference with concurrency 1 and its prompt cache off. Every completion of the workload
+(`server_workload`) is compared with the same request served alone: tokens exactly, and
+logprobs within the tolerance where the request asked for them. One row per scenario; the
+servers run once per model per subject process and every row carries the timings.
+"""
+
+from __future__ import annotations
+
+import atexit
+import shutil
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mlxcompat.checks.compare import Comparison, compare_rows
+from mlxcompat.checks.server_workload import (
+    PREFILL_STEP,
+    SCENARIOS,
+    Sent,
+    replay_alone,
+    run_workload,
+)
+from mlxcompat.checks.spec import Case, CheckSpec, Context, Selection, guarded, wanted
+from mlxcompat.drivers.server import Completion
+from mlxcompat.records.rows import ResultRow
+from mlxcompat.registry import Registry
+
+# The models served: attention only (its prompt caches trim: the multi-turn edit), Mamba v1
+# (our segmented prefill) and a hybrid (attention + gated delta).
+SERVER_MODELS = ("llama", "mamba", "qwen3_5")
+UNDER_TEST = {"--decode-concurrency": 8, "--prompt-concurrency": 4,
+              "--prefill-step-size": PREFILL_STEP, "--prompt-cache-size": 8}
+ALONE = {"--decode-concurrency": 1, "--prompt-concurrency": 1}
+
+
+@dataclass
+class ServerRun:
+    """One model served by both servers: what was sent, got and got alone, and timings."""
+
+    sent: list[Sent] = field(default_factory=list)
+    alone: list[Completion] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+    error: str = ""
+
+
+@dataclass
+class Session:
+    """The pair of servers of this subject process (started at its first server row, ended
+    after the last planned model), and what each model's workload found."""
+
+    folder: Path
+    under: Any = None
+    alone: Any = None
+    flags: dict[str, Any] = field(default_factory=dict)
+    missing: list[str] = field(default_factory=list)
+    applied: dict[str, str] = field(default_factory=dict)
+    start_s: float = 0.0
+    error: str = ""
+    client: Any = None
+    posters: list[Any] = field(default_factory=list)  # under test, alone (each knows if gone)
+
+    def stop(self) -> None:
+        for server in (self.under, self.alone):
+            if server is not None:
+                server.stop()
+        if self.client is not None:
+            self.client.close()
+
+
+_PLAN: list[str] = []  # the models this process's server rows are about, in order
+_LIVE: list[Session] = []  # the running pair of servers, if any
+_RUNS: dict[str, tuple[Session, ServerRun]] = {}
+
+
+def _device() -> str:
+    import mlx.core as mx
+
+    return "gpu" if "gpu" in str(mx.default_device()).lower() else "cpu"
+
+
+def _start(ctx: Context, first: Path, root: Path) -> Session:
+    from mlxcompat.drivers.server import Server, server_flags
+
+    flags = server_flags()
+    session = Session(root, flags={k: v for k, v in UNDER_TEST.items() if k in flags},
+                      missing=sorted(k for k in UNDER_TEST if k not in flags))
+    points = {role: row.entry_point for role, row in ctx.patches.items()}
+    session.under = Server(first, points, session.flags, device=_device())
+    session.alone = Server(first, points, {k: v for k, v in ALONE.items() if k in flags},
+                           no_prompt_cache=True, device=_device())
+    try:
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            list(pool.map(lambda s: s.start(), (session.under, session.alone)))
+    except Exception as exc:
+        session.stop()
+        session.error = f"{type(exc).__name__}: {exc}"
+    import httpx
+
+    from mlxcompat.drivers.server import Poster
+    from mlxcompat.models.saved import to_ids
+
+    session.client = httpx.Client()
+    session.posters = [Poster(session.client, s.url, to_ids) for s in (session.under,
+                                                                       session.alone)]
+    session.applied = session.under.applied
+    session.start_s = round(max(session.under.started_s, session.alone.started_s), 3)
+    return session
+
+
+def _serve(session: Session, folder: Path) -> ServerRun:
+    run = ServerRun()
+    work = run_workload(session.posters[0], model=str(folder))
+    run.sent = work.sent
+    run.alone, alone_s = replay_alone(session.posters[1], work)
+    run.timings = {"workload_s": round(work.seconds, 3), "alone_s": round(alone_s, 3)}
+    return run
+
+
+def server_run(model: str, ctx: Context) -> tuple[Session, ServerRun]:
+    """Serve `model` once per process (every scenario row reads the same run); the servers
+    start with the first model and stop after the last one planned (or after each model
+    when nothing was planned)."""
+    from mlxcompat.models.saved import save_tiny
+
+    if model in _RUNS:
+        return _RUNS[model]
+    try:
+        root = (Path(tempfile.mkdtemp(prefix="mlxcompat-serve-")) if not _LIVE
+                else _LIVE[0].folder)
+        folder = save_tiny(model, root / model)  # SkipCheck where this release lacks it
+        if not _LIVE:
+            _LIVE.append(_start(ctx, folder, root))
+        session = _LIVE[0]
+        try:
+            run = ServerRun(error=session.error) if session.error else _serve(session, folder)
+        except Exception as exc:
+            run = ServerRun(error=f"{type(exc).__name__}: {exc}")
+        _RUNS[model] = (session, run)
+        return session, run
+    finally:
+        if not _PLAN or model == _PLAN[-1]:
+            stop_servers()
+
+
+@atexit.register
+def stop_servers() -> None:
+    """End the servers this process started (after the last planned model, when that one
+    is skipped or raised, and at exit whatever happened): never leave one running."""
+    for session in _LIVE:
+        session.stop()
+        shutil.rmtree(session.folder, ignore_errors=True)
+    _LIVE.clear()
+
+
+def _scores(got: Completion, ref: Completion, n: int) -> tuple[list[Any], list[Any]]:
+    if got.logprobs is None or ref.logprobs is None:
+        return [np.zeros(0)] * n, [np.zeros(0)] * len(ref.tokens)
+    return ([np.array([x]) for x in got.logprobs[:n]],
+            [np.array([x]) for x in ref.logprobs])
+
+
+def compare_scenario(run: ServerRun, scenario: str, tolerance: float) -> Comparison:
+    """The scenario's completions against the same requests alone."""
+    pairs = [(s, a) for s, a in zip(run.sent, run.alone, strict=True) if s.scenario == scenario]
+    errors = [f"{s.name}: {s.got.error}" for s, _ in pairs if s.got.error] + \
+             [f"{s.name} alone: {a.error}" for s, a in pairs if a.error]
+    if errors:
+        return Comparison("error", None, False, "request failed: " + "; ".join(errors)[:600],
+                          {"requests": len(pairs)})
+    got_tokens, ref_tokens, got_scores, ref_scores = [], [], [], []
+    for sent, ref in pairs:
+        want = ref.tokens[:len(sent.got.tokens)] if sent.cancelled else ref.tokens
+        mine, theirs = _scores(sent.got, ref, len(sent.got.tokens))
+        got_tokens.append(sent.got.tokens)
+        ref_tokens.append(want)
+        got_scores.append(mine)
+        ref_scores.append(theirs[:len(want)])
+    found = compare_rows(got_scores, ref_scores, got_tokens, ref_tokens, tolerance)
+    found.metrics.update(
+        requests=[s.name for s, _ in pairs],
+        with_logprobs=sum(s.got.logprobs is not None for s, _ in pairs),
+        cached_tokens={s.name: s.got.cached_tokens for s, _ in pairs},
+        seconds={s.name: round(s.got.seconds, 3) for s, _ in pairs})
+    return found
+
+
+def _first_trouble(log: list[str]) -> list[str]:
+    """The server's first error and the lines after it (later ones are its consequences)."""
+    first = next((i for i, line in enumerate(log) if " ERROR " in line or "died" in line),
+                 max(0, len(log) - 12))
+    return log[first:first + 16]
+
+
+def run_server(case: Case, ctx: Context) -> ResultRow:
+    def body() -> ResultRow:
+        session, run = server_run(case.model, ctx)
+        if run.error:
+            return case.row(ctx.subject, "error", f"server did not serve: {run.error}",
+                            metrics={"flags": session.flags})
+        found = compare_scenario(run, case.scenario, ctx.tolerance)
+        if found.verdict == "error":  # what the server said about it
+            found.metrics["server_log"] = _first_trouble(list(session.under.log))
+        found.metrics.update(flags=session.flags, flags_absent=session.missing,
+                             timings={"start_s": session.start_s, **run.timings},
+                             served=len(run.sent), applied=session.applied)
+        return case.row(ctx.subject, found.verdict, **found.fields())
+
+    return guarded(case, ctx.subject, body)
+
+
+def server_cases(selection: Selection) -> list[Case]:
+    cases = wanted(selection, [Case("server", model=m.name, scenario=s)
+                               for m in selection.models_of("lm") if m.name in SERVER_MODELS
+                               for s in SCENARIOS])
+    _PLAN[:] = list(dict.fromkeys(c.model for c in cases))
+    return cases
+
+
+def _values(registry: Registry) -> dict[str, tuple[str, ...] | None]:
+    return {"scenario": SCENARIOS}
+
+
+SPEC = CheckSpec("server", ("model", "scenario", "subject"), server_cases, run_server,
+                 _values, default=False, order=2)

@@ -1,0 +1,231 @@
+"""A real `mlx_lm.server` on 127.0.0.1, started through `mlxcompat.serve` (the subject's entry
+points first), and a real HTTP client (httpx) for its OpenAI-style completions endpoint.
+
+What the server can be told comes from the installed server itself (`server_flags`: its own
+`--help`), never from a version string: 0.29.1 has no `--decode-concurrency`,
+`--prompt-concurrency`, `--prefill-step-size` or `--prompt-cache-size`; 0.31.3 and 0.32.2 do.
+Logprobs come back in two shapes (0.29.1: `tokens` + `token_logprobs`; later: `content` of
+`{id, logprob}`), both read here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+START_TIMEOUT_S = 120.0
+REQUEST_TIMEOUT_S = 15.0  # a tiny model answers in well under a second, even on a busy CPU
+
+
+@cache
+def server_flags() -> frozenset[str]:
+    """The options the installed `mlx_lm.server` accepts, read from its own `--help`."""
+    import importlib
+
+    server = importlib.import_module("mlx_lm.server")
+    out = io.StringIO()
+    argv = sys.argv
+    sys.argv = ["mlx_lm.server", "--help"]
+    try:
+        with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit):
+            server.main()
+    finally:
+        sys.argv = argv
+    return frozenset(re.findall(r"(--[a-z][a-z0-9-]*)", out.getvalue()))
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Server:
+    """One server process serving one model folder; `stop()` ends it (and only it)."""
+
+    model: Path
+    entry_points: dict[str, str]
+    flags: dict[str, Any] = field(default_factory=dict)
+    no_prompt_cache: bool = False
+    device: str = "cpu"
+    port: int = 0
+    proc: Any = None
+    log: deque[str] = field(default_factory=lambda: deque(maxlen=400))
+    applied: dict[str, str] = field(default_factory=dict)
+    started_s: float = 0.0
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> Server:
+        import threading
+
+        self.port = free_port()
+        argv = [sys.executable, "-m", "mlxcompat.serve", "--device", self.device]
+        for role, point in self.entry_points.items():
+            argv += ["--apply", f"{role}={point}"]
+        if self.no_prompt_cache:
+            argv.append("--no-prompt-cache")
+        argv += ["--", "--model", str(self.model), "--host", "127.0.0.1", "--port",
+                 str(self.port), "--log-level", "WARNING"]
+        for flag, value in self.flags.items():
+            argv += [flag, str(value)]
+        began = time.perf_counter()
+        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                     text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+        threading.Thread(target=self._read, daemon=True).start()
+        self._wait_ready()
+        self.started_s = time.perf_counter() - began
+        return self
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            line = line.rstrip("\n")
+            if line.startswith("[mlxcompat-serve] "):
+                self.applied = json.loads(line.removeprefix("[mlxcompat-serve] "))["applied"]
+            elif line.strip():
+                self.log.append(line)
+
+    def _wait_ready(self) -> None:
+        import httpx
+
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"the server exited with {self.proc.returncode}: "
+                                   + " | ".join(list(self.log)[-6:]))
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(f"{self.url}/health", timeout=2).status_code == 200:
+                    return
+            time.sleep(0.2)
+        self.stop()
+        raise RuntimeError(f"the server did not answer /health in {START_TIMEOUT_S:.0f}s")
+
+    def stop(self) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(timeout=15)
+
+    def __enter__(self) -> Server:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+# Errors after which a server is taken as gone: later requests are not sent (0.31.3 never
+# answers once its generation thread died; 0.32.2 answers 404 "generation thread died").
+GONE = ("Timeout", "ConnectError", "RemoteProtocolError", "generation thread died")
+
+
+class Poster:
+    """`complete` for one server that stops sending once the server is gone (a workload
+    against a dead server ends in seconds, not in one timeout per request)."""
+
+    def __init__(self, client: Any, url: str, to_ids: Any) -> None:
+        self.client, self.url, self.to_ids = client, url, to_ids
+        self.gone = ""
+
+    def __call__(self, body: dict[str, Any]) -> Completion:
+        if self.gone:
+            return Completion([], None, 0.0, error=f"not sent: the server is gone ({self.gone})")
+        got = complete(self.client, self.url, body, self.to_ids)
+        if any(mark in got.error for mark in GONE):
+            self.gone = got.error[:200]
+        return got
+
+    def stream(self, body: dict[str, Any], after: int) -> Completion:
+        if self.gone:
+            return Completion([], None, 0.0, error=f"not sent: the server is gone ({self.gone})")
+        return stream_then_cancel(self.client, self.url, body, after, self.to_ids)
+
+
+@dataclass
+class Completion:
+    """What one request got back: token ids, their logprobs (None when not asked or not
+    returned), the cached prompt tokens the server reports, and how long it took."""
+
+    tokens: list[int]
+    logprobs: list[float] | None
+    seconds: float
+    cached_tokens: int | None = None
+    error: str = ""
+    finish_reason: str | None = None
+
+
+def _logprobs(choice: dict[str, Any]) -> tuple[list[int] | None, list[float] | None]:
+    found = choice.get("logprobs") or {}
+    if isinstance(found.get("content"), list):
+        content = found["content"]
+        return [int(c["id"]) for c in content], [float(c["logprob"]) for c in content]
+    if found.get("token_logprobs") is not None:
+        tokens = found.get("tokens")
+        return (None if tokens is None else [int(t) for t in tokens],
+                [float(x) for x in found["token_logprobs"]])
+    return None, None
+
+
+def complete(client: Any, url: str, body: dict[str, Any], to_ids: Any) -> Completion:
+    """POST /v1/completions; token ids from the logprobs where returned, else from the text
+    (one character per token)."""
+    began = time.perf_counter()
+    try:
+        response = client.post(f"{url}/v1/completions", json=body, timeout=REQUEST_TIMEOUT_S)
+    except Exception as exc:
+        return Completion([], None, time.perf_counter() - began,
+                          error=f"{type(exc).__name__}: {exc}")
+    took = time.perf_counter() - began
+    if response.status_code != 200:
+        return Completion([], None, took, error=f"HTTP {response.status_code}: "
+                          f"{response.text[:300]}")
+    data = response.json()
+    choice = data["choices"][0]
+    from_text = to_ids(choice.get("text", ""))
+    ids, logprobs = _logprobs(choice)
+    if ids is not None and ids != from_text:
+        return Completion(from_text, logprobs, took, error=f"logprob ids {ids} differ from "
+                          f"the text's {from_text}")
+    details = (data.get("usage") or {}).get("prompt_tokens_details") or {}
+    return Completion(from_text, logprobs if body.get("logprobs") else None, took,
+                      details.get("cached_tokens"), finish_reason=choice.get("finish_reason"))
+
+
+def stream_then_cancel(client: Any, url: str, body: dict[str, Any], after: int,
+                       to_ids: Any) -> Completion:
+    """Stream a completion and close the connection after `after` tokens (a client that
+    goes away mid-stream); returns the tokens received."""
+    began = time.perf_counter()
+    tokens: list[int] = []
+    try:
+        with client.stream("POST", f"{url}/v1/completions", json={**body, "stream": True},
+                           timeout=REQUEST_TIMEOUT_S) as response:
+            for line in response.iter_lines():
+                if not line.startswith("data: ") or line == "data: [DONE]":
+                    continue
+                tokens += to_ids(json.loads(line[6:])["choices"][0].get("text", ""))
+                if len(tokens) >= after:
+                    break
+    except Exception as exc:
+        return Completion(tokens, None, time.perf_counter() - began,
+                          error=f"{type(exc).__name__}: {exc}")
+    return Completion(tokens[:after], None, time.perf_counter() - began,
+                      finish_reason="cancelled")

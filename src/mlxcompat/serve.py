@@ -1,0 +1,89 @@
+"""Start `mlx_lm.server` the way a server that ships patches starts it: the subject's entry
+points first, then the server's own `main()`, in one process.
+
+`python -m mlxcompat.serve [--apply role=module:function ...] [--device cpu|gpu]
+[--no-prompt-cache] -- <mlx_lm.server arguments>`
+
+Each entry point is imported by name and called before `mlx_lm.server` is imported (as a
+server's start-up code does); one line `[mlxcompat-serve] {json}` on stderr says what each
+returned or raised. `--no-prompt-cache` makes the server's prompt cache miss on every fetch:
+the reference server, where each request is served alone, never reuses another's cache on a
+release that has no `--prompt-cache-size` flag.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+from typing import Any
+
+
+def _apply(points: list[str]) -> dict[str, str]:
+    done = {}
+    for point in points:
+        role, _, target = point.partition("=")
+        module, _, function = target.partition(":")
+        try:
+            returned: Any = getattr(importlib.import_module(module), function)()
+            done[role] = repr(returned)[:200]
+        except Exception as exc:
+            done[role] = f"raised {type(exc).__name__}: {exc}"[:300]
+    return done
+
+
+def _no_prompt_cache(server: Any) -> None:
+    cls = server.LRUPromptCache
+
+    def fetch_nearest_cache(self: Any, model: Any, tokens: Any) -> tuple[None, Any]:
+        return None, tokens
+
+    cls.fetch_nearest_cache = fetch_nearest_cache
+
+
+def _end_with_parent() -> None:
+    """Exit when the process that started this server is gone (killed, timed out): a
+    server must never outlive its check."""
+    import os
+    import threading
+    import time
+
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(0)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
+def main(argv: list[str]) -> None:
+    ours, _, rest = (argv[: argv.index("--")], None, argv[argv.index("--") + 1:]) \
+        if "--" in argv else (argv, None, [])
+    points, device, no_cache = [], "cpu", False
+    it = iter(ours)
+    for arg in it:
+        if arg == "--apply":
+            points.append(next(it))
+        elif arg == "--device":
+            device = next(it)
+        elif arg == "--no-prompt-cache":
+            no_cache = True
+        else:
+            raise SystemExit(f"mlxcompat.serve: unknown argument {arg!r}")
+    _end_with_parent()
+    import mlx.core as mx
+
+    mx.set_default_device(mx.gpu if device == "gpu" else mx.cpu)
+    applied = _apply(points)
+    print("[mlxcompat-serve] " + json.dumps({"applied": applied}), file=sys.stderr, flush=True)
+    server = importlib.import_module("mlx_lm.server")
+    if no_cache:
+        _no_prompt_cache(server)
+    sys.argv = ["mlx_lm.server", *rest]
+    server.main()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,167 @@
+"""The `server` check's pure logic: the workload's shape, the logprob shapes of each release,
+and the comparison against the requests served alone (a fake HTTP client, no server)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mlxcompat.checks.server import ServerRun, compare_scenario
+from mlxcompat.checks.server_workload import SCENARIOS, Sent, run_workload
+from mlxcompat.drivers.server import Completion, Poster, _logprobs
+from mlxcompat.models.saved import VOCAB, alphabet, to_ids, to_text
+
+sys.path.insert(0, str(Path(__file__).parent))  # fake_entry_points
+
+
+class _Response:
+    def __init__(self, body: dict[str, Any]) -> None:
+        self.status_code = 200
+        self._body = body
+        self.text = json.dumps(body)
+
+    def json(self) -> dict[str, Any]:
+        return self._body
+
+    def iter_lines(self) -> Any:
+        for token in self._body["choices"][0]["text"]:
+            yield "data: " + json.dumps({"choices": [{"text": token}]})
+        yield "data: [DONE]"
+
+    def __enter__(self) -> _Response:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+class FakeClient:
+    """Answers every completion with the prompt's last characters (deterministic)."""
+
+    def __init__(self) -> None:
+        self.bodies: list[dict[str, Any]] = []
+
+    def _answer(self, body: dict[str, Any]) -> _Response:
+        self.bodies.append(body)
+        text = (body["prompt"] * 2)[-body["max_tokens"]:]
+        choice: dict[str, Any] = {"text": text, "finish_reason": "length"}
+        if body.get("logprobs"):
+            choice["logprobs"] = {"content": [{"id": i, "logprob": -1.0} for i in to_ids(text)]}
+        return _Response({"choices": [choice], "usage": {}})
+
+    def post(self, url: str, json: dict[str, Any], timeout: float) -> _Response:
+        return self._answer(json)
+
+    def stream(self, method: str, url: str, json: dict[str, Any], timeout: float) -> _Response:
+        return self._answer(json)
+
+
+def test_tokens_are_printable_characters_that_round_trip() -> None:
+    assert len(alphabet()) == VOCAB and alphabet()[0] == "!" and alphabet()[-1] == "~"
+    ids = list(range(VOCAB))
+    assert to_ids(to_text(ids)) == ids
+
+
+def test_the_workload_is_bounded_and_covers_every_scenario() -> None:
+    client = FakeClient()
+    work = run_workload(Poster(client, "http://x", to_ids), model="/m")
+    assert {s.scenario for s in work.sent} == set(SCENARIOS)
+    assert len(client.bodies) == len(work.sent) <= 30
+    assert all(b["max_tokens"] <= 40 and b["model"] == "/m" for b in client.bodies)
+    assert max(len(b["prompt"]) for b in client.bodies) >= 256  # longer than the prefill step
+    turns = {s.name: s for s in work.sent if s.scenario == "multi-turn"}
+    first, second, third = (turns[f"conv0-turn{k}"] for k in (1, 2, 3))
+    shared = first.body["prompt"] + to_text(first.got.tokens)
+    assert second.body["prompt"].startswith(shared) and third.body["prompt"].startswith(shared)
+    # the third turn edits the second's message: the cached prompt is longer than the prefix
+    assert third.body["prompt"][len(shared)] != second.body["prompt"][len(shared)]
+    seeded = [s.body for s in work.sent if s.scenario == "seeded"]
+    assert seeded and all(b["temperature"] > 0 and "seed" in b for b in seeded)
+    cut = next(s for s in work.sent if s.cancelled)
+    assert len(cut.got.tokens) == 3 and cut.body["max_tokens"] > 3
+
+
+def test_logprobs_of_both_shapes() -> None:
+    new = {"logprobs": {"content": [{"id": 3, "logprob": -0.5}, {"id": 7, "logprob": -1.5}]}}
+    old = {"logprobs": {"tokens": [3, 7], "token_logprobs": [-0.5, -1.5],
+                        "top_logprobs": [[[3, -0.5]], [[7, -1.5]]]}}
+    assert _logprobs(new) == _logprobs(old) == ([3, 7], [-0.5, -1.5])
+    assert _logprobs({}) == (None, None)
+
+
+def _run(pairs: list[tuple[Completion, Completion]], scenario: str = "seeded",
+         cancelled: bool = False) -> ServerRun:
+    sent = [Sent(scenario, f"r{i}", {}, got, cancelled) for i, (got, _) in enumerate(pairs)]
+    return ServerRun(sent=sent, alone=[ref for _, ref in pairs])
+
+
+def test_equal_completions_pass_and_a_drift_fails_with_its_delta() -> None:
+    same = Completion([1, 2, 3], [-1.0, -2.0, -3.0], 0.1)
+    found = compare_scenario(_run([(same, same)]), "seeded", 1e-4)
+    assert found.verdict == "pass" and found.delta == 0.0
+    drift = Completion([1, 2, 3], [-1.0, -2.01, -3.0], 0.1)
+    found = compare_scenario(_run([(drift, same)]), "seeded", 1e-4)
+    assert found.verdict == "fail" and found.tokens_equal
+    assert found.delta == pytest.approx(0.01)
+
+
+def test_other_tokens_fail_even_without_logprobs() -> None:
+    got, ref = Completion([1, 5, 3], None, 0.1), Completion([1, 2, 3], None, 0.1)
+    found = compare_scenario(_run([(got, ref)]), "seeded", 1e-4)
+    assert found.verdict == "fail" and not found.tokens_equal
+    assert "tokens differ (row 0 from step 1)" in found.detail
+
+
+def test_a_failed_request_is_an_error_and_a_cancelled_stream_compares_its_prefix() -> None:
+    broken = Completion([], None, 0.1, error="HTTP 500: boom")
+    found = compare_scenario(_run([(broken, Completion([1], None, 0.1))]), "seeded", 1e-4)
+    assert found.verdict == "error" and "HTTP 500" in found.detail
+    prefix, full = Completion([4, 5, 6], None, 0.1), Completion([4, 5, 6, 7, 8], None, 0.1)
+    found = compare_scenario(_run([(prefix, full)], "cancel", cancelled=True), "cancel", 1e-4)
+    assert found.verdict == "pass"
+    wrong = Completion([4, 9, 6], None, 0.1)
+    found = compare_scenario(_run([(wrong, full)], "cancel", cancelled=True), "cancel", 1e-4)
+    assert found.verdict == "fail"
+
+
+def test_the_installed_server_names_its_own_flags() -> None:
+    pytest.importorskip("mlx_lm.server")
+    from mlxcompat.drivers.server import server_flags
+
+    flags = server_flags()
+    assert "--model" in flags and "--port" in flags
+
+
+def test_a_gone_server_ends_the_workload_at_once() -> None:
+    class Dead(FakeClient):
+        def _answer(self, body: dict[str, Any]) -> _Response:
+            self.bodies.append(body)
+            raise TimeoutError("ReadTimeout")  # what httpx raises when nothing answers
+
+    client = Dead()
+    work = run_workload(Poster(client, "http://x", to_ids), model="/m")
+    assert all(s.got.error for s in work.sent)
+    assert len(client.bodies) < 15  # the first group only; the rest were never sent
+    assert any(s.got.error.startswith("not sent: the server is gone") for s in work.sent)
+
+
+def test_the_serve_wrapper_applies_entry_points_and_can_turn_the_prompt_cache_off() -> None:
+    import types
+
+    from mlxcompat import serve
+
+    applied = serve._apply(["mamba=fake_entry_points:returns_status",
+                            "glm4v=fake_entry_points:raises"])
+    assert "skipped" in applied["mamba"] and applied["glm4v"].startswith("raised RuntimeError")
+
+    class LRUPromptCache:
+        def fetch_nearest_cache(self, model: Any, tokens: Any) -> Any:
+            return "a cache", tokens[3:]
+
+    server = types.SimpleNamespace(LRUPromptCache=LRUPromptCache)
+    serve._no_prompt_cache(server)
+    assert LRUPromptCache().fetch_nearest_cache("m", [1, 2, 3, 4]) == (None, [1, 2, 3, 4])
