@@ -31,10 +31,23 @@ FLOATING = ("float32", "bfloat16", "float16")
 _BUILT: dict[tuple[str, str], Any] = {}
 
 
+EXPERTS_NOTE = "MoE experts kept float32 (mlx's CPU gather_mm / gather_qmm take float32 only)"
+
+
+def _is_expert(module: Any) -> bool:
+    """mlx-lm's MoE expert layer (models/switch_layers.py), by name: its gathered matmuls run
+    in float32 only on mlx's CPU, quantized or not."""
+    return type(module).__name__ == "SwitchLinear"
+
+
 def _quantizable(path: str, module: Any) -> bool:
     weight = getattr(module, "weight", None)
-    return (hasattr(module, "to_quantized") and weight is not None
+    return (hasattr(module, "to_quantized") and weight is not None and not _is_expert(module)
             and weight.shape[-1] % QUANT["group_size"] == 0)
+
+
+def has_experts(net: Any) -> bool:
+    return any(_is_expert(m) for _, m in net.named_modules())
 
 
 def model_in(factory: str, dtype: str, seed: int = 0) -> Any:
@@ -50,6 +63,9 @@ def model_in(factory: str, dtype: str, seed: int = 0) -> Any:
             nn.quantize(net, **QUANT, class_predicate=_quantizable)
         else:
             net.set_dtype(getattr(mx, dtype))
+            for _, module in net.named_modules():
+                if _is_expert(module):
+                    module.set_dtype(mx.float32)
         mx.eval(net.parameters())
         _BUILT[key] = net
     return _BUILT[key]
@@ -67,9 +83,16 @@ def run_dtype_parity(case: Case, ctx: Context, seed: int = 0) -> ResultRow:
                              [b.tokens for b in batched], [s.tokens for s in single],
                              ctx.tolerance,
                              stalled=[i for i, b in enumerate(batched) if b.finish_reason is None])
+        _say_experts(net, found)
         return case.row(ctx.subject, found.verdict, **found.fields())
 
     return guarded(case, ctx.subject, body)
+
+
+def _say_experts(net: Any, found: Any) -> None:
+    if has_experts(net):
+        found.metrics["experts"] = "float32"
+        found.detail = f"{found.detail}; {EXPERTS_NOTE}" if found.detail else EXPERTS_NOTE
 
 
 def _floating(cache: list[Any]) -> set[str]:
@@ -104,6 +127,7 @@ def run_dtype_cache(case: Case, ctx: Context, seed: int = 0) -> ResultRow:
         unsplit_tokens, unsplit = decode_steps(net, copy.copy(batch), last, 4)
         split_tokens, split = decode_steps(net, remerged, last, 4)
         found = compare_rows(split, unsplit, split_tokens, unsplit_tokens, ctx.tolerance)
+        _say_experts(net, found)
         wrong = {k: sorted(v) for k, v in seen.items() if v != want}
         found.metrics["cache_dtypes"] = {"single": sorted(want),
                                          **{k: sorted(v) for k, v in seen.items()}}
