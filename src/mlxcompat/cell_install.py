@@ -62,19 +62,50 @@ def install_cell(session: Any, matrix: Matrix, cell: Cell, requirements: list[st
     done = json.loads(marker.read_text()) if marker.exists() else {}
     changed = tampered(venv)
     if done.get("key") == key and not changed and not cell.sources:
-        unshare_watched(venv)
-        record.subjects = {n: SubjectInstall(ok=True) for n in done["subjects"]}
-        record.seconds, record.reused = 0.0, True
-        record.log_tail = "install inputs unchanged since the last install: skipped"
-        return record
+        return _reused(record, venv, done["subjects"])
     marker.unlink(missing_ok=True)
+    plan[0] = ("", [*_reinstall(session, cell, changed), *plan[0][1]])
+    _run_plan(session, plan, record, log)
+    copied = unshare_watched(venv)  # before any subject runs: see drivers/installed.py
+    record.seconds = round(time.perf_counter() - start, 2)
+    lines = log.read_text(errors="replace").splitlines() if log.exists() else []
+    record.log_tail = "\n".join(([f"reinstalled: {', '.join(changed)} differed from their "
+                                  "RECORD"] if changed else []) + lines[-25:]
+                                 + [f"{copied} mlx / mlx-lm / mlx-vlm files unshared from "
+                                    "the installer's cache"])
+    for package, source in cell.sources.items():
+        record.sources[package] = installed(source, matrix.source_dir(), venv)
+        record.resolved[package] = record.sources[package].version
+    if record.ok and all(v.ok for v in record.subjects.values()):
+        marker.write_text(json.dumps({"key": key, "subjects": list(record.subjects)}))
+    return record
+
+
+def _reused(record: InstallRecord, venv: Path, subjects: list[str]) -> InstallRecord:
+    unshare_watched(venv)
+    record.subjects = {n: SubjectInstall(ok=True) for n in subjects}
+    record.seconds, record.reused = 0.0, True
+    record.log_tail = "install inputs unchanged since the last install: skipped"
+    return record
+
+
+def _reinstall(session: Any, cell: Cell, changed: list[str]) -> list[str]:
+    """Installer flags that reinstall what a subject wrote into (its files no longer match
+    their RECORD) and a local source folder (its version need not move when its files do)."""
     again = [p for p in ("mlx-lm", "mlx-vlm", "mlx") if changed and any(
         c.startswith(p.replace("-", "_") + "/") for c in changed)]
-    again += [p for p, s in cell.sources.items() if s.path]  # a folder's version need not move
-    if again:  # when its files do, nor does an installed package a subject wrote into
-        flags = [f for p in again for f in ("--reinstall-package", p)] \
-            if session.venv_backend == "uv" else ["--force-reinstall"]
-        plan[0] = ("", [*flags, *plan[0][1]])
+    again += [p for p, s in cell.sources.items() if s.path]
+    if not again:
+        return []
+    if session.venv_backend != "uv":
+        return ["--force-reinstall"]
+    return [f for p in again for f in ("--reinstall-package", p)]
+
+
+def _run_plan(session: Any, plan: list[tuple[str, list[str]]], record: InstallRecord,
+              log: Path) -> None:
+    """The harness and releases first (a failure there stops the cell), then each subject
+    (a failure is that subject's)."""
     for name, args in plan:
         if not record.ok:
             break
@@ -90,19 +121,6 @@ def install_cell(session: Any, matrix: Matrix, cell: Cell, requirements: list[st
                 record.ok, record.error = False, why
             else:
                 record.subjects[name] = SubjectInstall(ok=False, error=f"failed: {why}")
-    copied = unshare_watched(venv)  # before any subject runs: see drivers/installed.py
-    record.seconds = round(time.perf_counter() - start, 2)
-    lines = log.read_text(errors="replace").splitlines() if log.exists() else []
-    record.log_tail = "\n".join(([f"reinstalled: {', '.join(changed)} differed from their "
-                                  "RECORD"] if changed else []) + lines[-25:]
-                                 + [f"{copied} mlx / mlx-lm / mlx-vlm files unshared from "
-                                    "the installer's cache"])
-    for package, source in cell.sources.items():
-        record.sources[package] = installed(source, matrix.source_dir(), venv)
-        record.resolved[package] = record.sources[package].version
-    if record.ok and all(v.ok for v in record.subjects.values()):
-        marker.write_text(json.dumps({"key": key, "subjects": list(record.subjects)}))
-    return record
 
 
 def sharing(matrix: Matrix, cell: Cell, record: InstallRecord, venv: Path) -> dict[str, str]:
