@@ -134,6 +134,12 @@ def bench_cpu(device: str = "cpu") -> int | None:
     return max(os.sched_getaffinity(0))
 
 
+def older_releases(opts: RunOptions) -> set[str]:
+    """Family members before the family's newest release: their throughput is not measured
+    (the report shows a family by its newest release; the older ones' checks all run)."""
+    return {m for family in opts.matrix.families.values() for m in list(family.members())[:-1]}
+
+
 def _spec(opts: RunOptions, subject: SubjectSpec, part: Path, need: Path | None,
           turn_ends: list[int | str], hosts_need_probe: bool) -> SubjectRun:
     from mlxcompat.checks.catalog import CATALOG
@@ -146,8 +152,9 @@ def _spec(opts: RunOptions, subject: SubjectSpec, part: Path, need: Path | None,
         entry_points=dict(subject.entry_points), models=list(run.models),
         checks=list(run.checks or (*always, *opts.matrix.checks)), only=dict(run.only),
         tolerance=run.tolerance, device=opts.device, force_cpu=list(opts.force_cpu),
-        bench=opts.bench, need_path=str(need) if need else "",
-        hosts_need_probe=hosts_need_probe, installs=bool(subject.install),
+        bench=opts.bench if subject.name not in older_releases(opts) else None,
+        need_path=str(need) if need else "", hosts_need_probe=hosts_need_probe,
+        installs=bool(subject.install),
         install_error=installed.error if installed and not installed.ok else "",
         turn_ends=turn_ends, bench_cpu=bench_cpu(opts.device))
 

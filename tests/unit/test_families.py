@@ -102,3 +102,12 @@ def test_release_alone_is_an_upper_bound_for_an_expectation() -> None:
         parse_matrix(doc, lock=LOCK)
     doc["expectations"][0]["match"]["release"] = "<0.4"
     parse_matrix(doc, lock=LOCK)
+
+
+def test_only_a_familys_newest_release_is_benchmarked() -> None:
+    from types import SimpleNamespace
+
+    from mlxcompat.workers import older_releases
+
+    m = parse_matrix(copy.deepcopy(BASE), lock=LOCK)
+    assert older_releases(SimpleNamespace(matrix=m)) == {"srv-0.2.0", "other-1.0"}
