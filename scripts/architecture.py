@@ -41,7 +41,7 @@ FLOORS: dict[int, tuple[str, ...]] = {
 TOP_LEVEL_ROOM = {
     # what every room reads and writes: records, error texts, the turn-taking wire protocol
     "results": "records", "records": "records", "errors": "records", "validation": "records",
-    "gate": "records", "turns": "records",
+    "gate": "records", "turns": "records", "cpuwatch": "records",
     "registry": "registry",
     # what a run is: the matrix, its settings and expectations, run specs, bench statistics
     "settings": "matrix", "expectations": "matrix", "matrix": "matrix", "spec": "matrix",

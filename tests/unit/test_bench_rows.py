@@ -28,13 +28,25 @@ def test_summarise_median_interval_and_its_one_spread() -> None:
     assert slow.spread == 0.0 and slow.stddev > 15  # one slow round: stddev moves, spread not
 
 
-def test_calibration_marks_a_row_noisy_when_the_loop_moves() -> None:
+def test_calibration_marks_a_row_noisy_when_others_took_the_cpu() -> None:
     from mlxcompat.bench import calibration
 
-    steady = calibration([0.010, 0.0101, 0.0099, 0.010, 0.0102])
-    assert steady is not None and not steady.noisy
-    loaded = calibration([0.010, 0.010, 0.019, 0.010, 0.010])
-    assert loaded is not None and loaded.noisy and "slowest calibration" in loaded.why
+    quiet = calibration((0.03, 0.0))
+    assert quiet is not None and not quiet.noisy and quiet.foreign == 0.03
+    shared = calibration((0.45, 0.0))
+    assert shared is not None and shared.noisy and "ran 45%" in shared.why
+    stolen = calibration((0.0, 0.2))
+    assert stolen is not None and stolen.noisy and "hypervisor took 20%" in stolen.why
+
+
+def test_without_proc_stat_the_loop_spread_decides() -> None:
+    from mlxcompat.bench import calibration
+
+    steady = calibration(None, [0.010, 0.0101, 0.0099, 0.010, 0.0102])
+    assert steady is not None and not steady.noisy and steady.seconds is not None
+    loaded = calibration(None, [0.010, 0.020, 0.011, 0.019, 0.010, 0.021])
+    assert loaded is not None and loaded.noisy and "loop spread" in loaded.why
+    assert calibration(None, []) is None
 
 
 def test_mixed_prompts_spread_their_lengths_and_uniform_ones_do_not() -> None:

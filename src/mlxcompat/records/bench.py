@@ -14,7 +14,7 @@ class Spread(Record):
     """Rounds of one figure: the median with its 95% distribution-free interval, and its
     `spread`: the robust coefficient of variation 1.4826·MAD/median, the one spread figure the
     JSON, the report and the gate use (centred like the median they report; one slow round
-    does not inflate it, and interference is caught apart, by the calibration loop)."""
+    does not inflate it, and interference is caught apart: see `Calibration`)."""
 
     rounds: int = 0
     median: float | None = None
@@ -47,10 +47,14 @@ class _Bench(Record):
 
 
 class Calibration(Record):
-    """A fixed CPU-bound loop timed before every round, in the round's own turn: if it moves,
-    something else took the CPU while this row was measured."""
+    """What else ran while this row's timed rounds did. On Linux (cpuwatch.py): `foreign`,
+    the share of the rounds' wall time other processes ran on the bench CPU (unpinned: on
+    the machine, in cores), and `steal`, the share the hypervisor took. Elsewhere `seconds`:
+    a fixed loop timed before every round, whose spread moves when the CPU is shared."""
 
-    seconds: Spread
+    foreign: float | None = None
+    steal: float | None = None
+    seconds: Spread | None = None
     noisy: bool
     why: str = ""
 

@@ -7,10 +7,12 @@ No assertion on speed: targets are read from the report, never asserted in a tes
 """
 
 import gc
+from typing import Any
 
 import pytest
 
 from mlxcompat.bench import bench_prompts, bench_row, calibration_loop, summarise
+from mlxcompat.cpuwatch import CpuWatch, cpu_times
 from mlxcompat.errors import SkipCheck, describe_exception
 from mlxcompat.models import build_model
 from mlxcompat.records.bench import FailedBench, SequentialBench, SkippedBench
@@ -53,18 +55,28 @@ def test_throughput(bench_case, registry, mlxcompat_run, turn_taker, benchmark, 
         pytest.skip(str(exc))
     prompts = bench_prompts(case.batch, profile.prompt_tokens, case.prompts)
     timer = timers.time_glm4v if decl.runner == "glm4v" else timers.time_batched
-    timings, calibrated = [], []
+    timings: list[Any] = []
+    calibrated: list[float] = []
     label = f"{case.model} b{case.batch} {case.dtype} {case.prompts}"
+    watch = CpuWatch(None)  # its CPU is the pinned one, known from the first turn on
+    proc_stat = cpu_times(None) is not None
 
     def setup():
         turn_taker.turn(f"{label} batched")
-        calibrated.append(calibration_loop())  # in the round's own turn, right before it
+        if not proc_stat:  # in the round's own turn, right before it
+            calibrated.append(calibration_loop())
 
     def one_round():
         gc.disable()
+        watched = len(timings) >= profile.warmup
+        if watched:
+            watch.cpu = turn_taker.pinned
+            watch.start()
         try:
             timings.append(timer(net, prompts, profile.gen_tokens))
         finally:
+            if watched:
+                watch.stop()
             gc.enable()
 
     timers.reset_peak_memory()
@@ -78,7 +90,7 @@ def test_throughput(bench_case, registry, mlxcompat_run, turn_taker, benchmark, 
     row = bench_row(case.model, mlxcompat_run.subject, case.batch, profile,
                     [t.decode_tok_s for t in measured], [t.prefill_tok_s for t in measured],
                     timers.peak_memory_mb(), backend, case.dtype, case.prompts,
-                    calibrated[profile.warmup:])
+                    watch.shares() if proc_stat else None, calibrated[profile.warmup:])
     row.pinned_cpu = turn_taker.pinned
     benchmark.extra_info.update(gen_tok_s_median=row.gen_tok_s.median, batch=row.batch,
                                 model=row.model, subject=row.subject, dtype=row.dtype,
