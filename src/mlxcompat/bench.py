@@ -49,7 +49,7 @@ def bench_prompts(batch: int, length: int, shape: str = "uniform",
 
 
 CALIBRATION_LOOP = 100_000
-NOISY_FOREIGN = 0.20  # other processes ran this share of the rounds' time on the bench CPU
+NOISY_FOREIGN = 0.20  # other processes used this share of the bench CPU (unpinned: of all CPUs)
 NOISY_STEAL = 0.10  # the hypervisor took this share
 NOISY_SPREAD = 0.15  # without /proc/stat: the loop's own spread (a weaker signal)
 
@@ -64,14 +64,15 @@ def calibration_loop() -> float:
     return time.perf_counter() - start
 
 
-def calibration(shares: tuple[float, float] | None,
-                seconds: Sequence[float] = ()) -> Calibration | None:
-    """Noisy when other processes or the hypervisor took the bench CPU for a share of the
-    rounds beyond the thresholds; without /proc/stat, when the loop timed before each round
-    varied (its spread)."""
+def calibration(shares: tuple[float, float] | None, seconds: Sequence[float] = (),
+                pinned: bool = True) -> Calibration | None:
+    """Noisy when other processes or the hypervisor took the bench CPU (unpinned: the
+    machine's CPUs) for a share of the rounds beyond the thresholds; without /proc/stat,
+    when the loop timed before each round varied (its spread)."""
+    where = "the bench CPU" if pinned else "the machine's CPUs"
     if shares is not None:
         foreign, steal = shares
-        why = [f"other processes ran {foreign:.0%} of the rounds' time on the bench CPU"
+        why = [f"other processes used {foreign:.0%} of {where} during the rounds"
                ] if foreign > NOISY_FOREIGN else []
         why += [f"the hypervisor took {steal:.0%}"] if steal > NOISY_STEAL else []
         return Calibration(foreign=round(foreign, 4), steal=round(steal, 4), noisy=bool(why),
@@ -160,7 +161,7 @@ def bench_row(model: str, subject: str, batch: int, profile: BenchProfile,
               decode: list[float], prefill: list[float], peak_mb: float | None, backend: str,
               dtype: str = "float32", prompts: str = "uniform",
               shares: tuple[float, float] | None = None,
-              calibrated: Sequence[float] = ()) -> MeasuredBench:
+              calibrated: Sequence[float] = (), pinned: bool = True) -> MeasuredBench:
     """One measured `bench` row of the cell JSON from its rounds (tok/s per round)."""
     first_last = decode[0] / statistics.median(decode[-max(1, len(decode) // 3):]) \
         if decode else None
@@ -169,7 +170,8 @@ def bench_row(model: str, subject: str, batch: int, profile: BenchProfile,
         prompts=prompts, profile=profile.name, gating=profile.gating,
         prompt_tokens=profile.prompt_tokens, gen_tokens=profile.gen_tokens,
         gen_tok_s=summarise(decode), prefill_tok_s=summarise(prefill), peak_memory_mb=peak_mb,
-        first_round_ratio=first_last, calibration=calibration(shares, calibrated))
+        first_round_ratio=first_last,
+        calibration=calibration(shares, calibrated, pinned))
 
 
 def add_overhead(rows: list[BenchRow]) -> None:

@@ -64,8 +64,11 @@ class CpuWatch:
         self._start = None
 
     def shares(self) -> tuple[float, float] | None:
-        """(other processes' share of the watched wall time on the CPU, the hypervisor's),
-        or None where /proc/stat is not there."""
+        """(other processes' share of the watched CPU time, the hypervisor's): of the pinned
+        CPU, or unpinned of the whole machine (busy cores over all its cores); None where
+        /proc/stat is not there."""
         if not self.readable or self.wall <= 0:
             return None
-        return max(0.0, self.busy - self.own) / self.wall, self.steal / self.wall
+        cores = 1 if self.cpu is not None else (os.cpu_count() or 1)
+        return (max(0.0, self.busy - self.own) / self.wall / cores,
+                self.steal / self.wall / cores)

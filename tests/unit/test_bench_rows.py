@@ -34,7 +34,7 @@ def test_calibration_marks_a_row_noisy_when_others_took_the_cpu() -> None:
     quiet = calibration((0.03, 0.0))
     assert quiet is not None and not quiet.noisy and quiet.foreign == 0.03
     shared = calibration((0.45, 0.0))
-    assert shared is not None and shared.noisy and "ran 45%" in shared.why
+    assert shared is not None and shared.noisy and "used 45% of the bench CPU" in shared.why
     stolen = calibration((0.0, 0.2))
     assert stolen is not None and stolen.noisy and "hypervisor took 20%" in stolen.why
 
@@ -134,3 +134,10 @@ def test_an_unknown_dtype_is_refused() -> None:
             "gpu": {"dtypes": ["int8"]}}}},
             "backends": {"cpu": {"device": "cpu", "requirement": {"linux": "mlx[cpu]=={v}"}}},
             "subjects": {"none": {}}, "cells": [{"mlx-lm": "0.32.2", "mlx": "0.32.2"}]})
+
+
+def test_unpinned_rounds_count_the_machine_s_cpus() -> None:
+    from mlxcompat.bench import calibration
+
+    found = calibration((0.3, 0.0), pinned=False)
+    assert found is not None and found.noisy and "of the machine's CPUs" in found.why

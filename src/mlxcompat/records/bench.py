@@ -48,8 +48,8 @@ class _Bench(Record):
 
 class Calibration(Record):
     """What else ran while this row's timed rounds did. On Linux (cpuwatch.py): `foreign`,
-    the share of the rounds' wall time other processes ran on the bench CPU (unpinned: on
-    the machine, in cores), and `steal`, the share the hypervisor took. Elsewhere `seconds`:
+    the share of the bench CPU's time other processes used during the rounds (unpinned: of
+    all the machine's CPUs), and `steal`, the share the hypervisor took. Elsewhere `seconds`:
     a fixed loop timed before every round, whose spread moves when the CPU is shared."""
 
     foreign: float | None = None

@@ -90,7 +90,8 @@ def test_throughput(bench_case, registry, mlxcompat_run, turn_taker, benchmark, 
     row = bench_row(case.model, mlxcompat_run.subject, case.batch, profile,
                     [t.decode_tok_s for t in measured], [t.prefill_tok_s for t in measured],
                     timers.peak_memory_mb(), backend, case.dtype, case.prompts,
-                    watch.shares() if proc_stat else None, calibrated[profile.warmup:])
+                    watch.shares() if proc_stat else None, calibrated[profile.warmup:],
+                    pinned=turn_taker.pinned is not None)
     row.pinned_cpu = turn_taker.pinned
     benchmark.extra_info.update(gen_tok_s_median=row.gen_tok_s.median, batch=row.batch,
                                 model=row.model, subject=row.subject, dtype=row.dtype,
