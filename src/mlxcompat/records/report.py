@@ -157,7 +157,8 @@ class AxisLine(Record):
 
     family: str
     cell: str
-    line: str
+    line: str  # `vllm-mlx on mlx-lm-0.30.5: ≤ 0.2.0 no patch · …`
+    behaviour: str = ""  # the part after the cell: what each run of releases does there
     changes: list[str] = Field(default_factory=list)
     shared: dict[str, str] = Field(default_factory=dict)  # release -> release whose run it took
 

@@ -83,7 +83,7 @@ def _families(report: CompatDoc, matrix: Matrix) -> None:
 
     report.families = {n: list(f.members()) for n, f in matrix.families.items()}
     report.subject_axes = [
-        AxisLine(family=a.family, cell=a.cell, line=a.line(),
+        AxisLine(family=a.family, cell=a.cell, line=a.line(), behaviour=a.behaviour_text(),
                  changes=[c.text() for c in a.changes], shared=dict(a.shared))
         for label in dict.fromkeys(c.label for c in report.cells)
         for a in subject_axes(report, matrix.families, label)]

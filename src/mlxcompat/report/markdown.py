@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import Counter
 
 from mlxcompat.records.names import FAULTS, SEVERITIES, UPSTREAM
-from mlxcompat.records.report import Changes, CompatDoc
+from mlxcompat.records.report import AxisLine, Changes, CompatDoc
 from mlxcompat.report.columns import Column
 from mlxcompat.report.context import banner
 from mlxcompat.report.front import FrontPage, SubjectPage, front_pages
@@ -122,27 +122,58 @@ def _grid(page: FrontPage, explain: bool = True, folded: bool = False) -> list[s
 
 
 def _subject_lines(page: FrontPage) -> list[str]:
+    """Each subject's worst rows; its release by release standing is its grid column."""
     out = ["### Top problems per subject", ""]
     for s in page.shown:
-        out += [f"**{s.subject}**: {' · '.join(f'{c} {r}' for c, r in s.runs)}", ""]
+        against = (f": compared with `none` it fixes {sum(map(len, s.fixes.values()))} rows "
+                   f"and breaks {sum(map(len, s.breaks.values()))}"
+                   if s.subject != UPSTREAM and (s.fixes or s.breaks) else "")
+        out += [f"**{s.subject}**{against}", ""]
         out += [problem_line(page, p) for p in s.problems[:TOP_PROBLEMS]]
         if len(s.problems) > TOP_PROBLEMS:
             out.append(f"- … {len(s.problems) - TOP_PROBLEMS} more in the details below")
-        if s.subject != UPSTREAM and (s.fixes or s.breaks):
-            out.append(f"- compared with `none`: fixes {sum(map(len, s.fixes.values()))} rows, "
-                       f"breaks {sum(map(len, s.breaks.values()))}")
         out.append("")
     return out
 
 
+def _upstream_fixes(page: FrontPage) -> list[str]:
+    """Where upstream fixed what `none` shows broken, release by release (the boundaries
+    are exact or given as ranges, as in the problem lines)."""
+    upstream = next((s for s in page.shown if s.subject == UPSTREAM), None)
+    order = {c.cell: i for i, c in enumerate(page.columns)}
+    fixed = sorted((p for p in (upstream.problems if upstream else []) if p.fixed_in),
+                   key=lambda p: max(order.get(c, 0) for c in p.releases))
+    by_release: dict[str, list[str]] = {}
+    for p in fixed:
+        by_release.setdefault(p.fixed_in, []).append(p.what)
+    if not by_release:
+        return []
+    return ["### Fixed upstream", "", *(f"- {cell_text(k)}: {cell_text('; '.join(v))}"
+                                        for k, v in by_release.items()), ""]
+
+
+def _axis_lines(axes: list[AxisLine], release: dict[str, str]) -> list[str]:
+    """One line per family and behaviour, naming every cell where its releases do that (a
+    compat.json from before `behaviour` was recorded: its lines one by one)."""
+    grouped: dict[tuple[str, str], list[str]] = {}
+    for a in axes:
+        key = (a.family, a.behaviour) if a.behaviour else ("", a.line)
+        grouped.setdefault(key, []).append(release.get(a.cell, a.cell))
+    lines = []
+    for (family, text), cells in grouped.items():
+        lines.append(f"- {family} on {', '.join(cells)}: {text}" if family else f"- {text}")
+    return [cell_text(line) for line in lines]
+
+
 def _axes(report: CompatDoc, page: FrontPage) -> list[str]:
-    """Each family's releases, one line per cell that measured several; what moved between
-    neighbouring releases and the folded grid of the older releases in the details."""
-    cells = {c.cell for c in page.columns}
-    axes = [a for a in report.subject_axes if a.cell in cells]
+    """Each family's releases on the cells that measured several, cells alike on one line;
+    what moved between neighbouring releases and the folded grid of the older releases in
+    the details."""
+    release = {c.cell: c.release for c in page.columns}
+    axes = [a for a in report.subject_axes if a.cell in release]
     if not axes:
         return []
-    out = ["### Server releases, one by one", "", *(f"- {cell_text(a.line)}" for a in axes), ""]
+    out = ["### Server releases, one by one", "", *_axis_lines(axes, release), ""]
     moved = [f"- {cell_text(a.cell)}: {cell_text(c)}" for a in axes for c in a.changes]
     shared = [f"- {cell_text(a.cell)}: {', '.join(f'{k} ran as {v}' for k, v in a.shared.items())}"
               for a in axes if a.shared]
@@ -179,7 +210,7 @@ def render_front_page(report: CompatDoc, changes: Changes, link: str = "",
     for page in pages:
         if not page.label:
             lines += ["## Is it safe to batch?", "", *_pins(page), *_grid(page),
-                      *_subject_lines(page), *_axes(report, page)]
+                      *_subject_lines(page), *_upstream_fixes(page), *_axes(report, page)]
             continue
         lines += [f"<details><summary>Runner {cell_text(page.label)}: what to pin, every "
                   f"release</summary>", "", *_pins(page, explain=False),

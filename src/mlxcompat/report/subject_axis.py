@@ -57,10 +57,13 @@ class SubjectAxis:
     changes: list[Change] = field(default_factory=list)
     shared: dict[str, str] = field(default_factory=dict)  # release -> release whose run it took
 
+    def behaviour_text(self) -> str:
+        """`≤ 0.2.0 no patch · 0.2.1–0.2.5 mamba patches · 0.2.7+ mamba only logs`"""
+        return " · ".join(f"{r.span} {r.word}" for r in self.behaviour)
+
     def line(self) -> str:
         """`vllm-mlx on mlx-lm-0.30.5: ≤ 0.2.0 no patch · 0.2.1–0.2.5 mamba patches · …`"""
-        return f"{self.family} on {self.cell}: " + " · ".join(
-            f"{r.span} {r.word}" for r in self.behaviour)
+        return f"{self.family} on {self.cell}: {self.behaviour_text()}"
 
 
 def _patch_word(patches: list[ReportPatch]) -> str:
