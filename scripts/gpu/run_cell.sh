@@ -9,6 +9,7 @@
 #                                                 $OUT as <cell>_AT_cuda[-$TAG].json
 #   scripts/gpu/run_cell.sh overhead <cell> ARGS  benchmarks/harness_overhead.py --backend
 #                                                 cuda ARGS in that cell's site
+#   scripts/gpu/run_cell.sh exec <cell> CMD ...   any command in that cell's site (a probe)
 # Settings: BENCH (profile, default gpu), SUBJECTS (default none,mlxcompat), MODELS (default:
 # the cell's), CHECKS (default: the matrix's), TAG (a suffix for a second run of one cell),
 # MLXCOMPAT_BENCH_PIN (1: pin the timed rounds to one CPU as the CPU backend does).
@@ -106,5 +107,12 @@ overhead)
   environment "$site"
   python3 benchmarks/harness_overhead.py --backend cuda "$@"
   ;;
-*) echo "usage: $0 stage | run <cell> | overhead <cell> ARGS" >&2; exit 2 ;;
+exec)
+  cell=$2
+  shift 2
+  site=$(site_for "$cell" | tail -1)
+  environment "$site"
+  "$@"
+  ;;
+*) echo "usage: $0 stage | run <cell> | overhead <cell> ARGS | exec <cell> CMD" >&2; exit 2 ;;
 esac
