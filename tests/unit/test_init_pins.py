@@ -68,3 +68,24 @@ def test_a_full_sha_is_used_as_given_and_a_branch_resolves(github) -> None:
     assert commit_of(github["repo"], "main") == github["commit"]
     with pytest.raises(OriginError, match="nope not found"):
         commit_of(github["repo"], "nope")
+
+
+def test_the_starter_matrix_knows_upstream_s_mamba_v1_drift(tmp_path, github) -> None:
+    """An adopter's first run is not red for upstream's own Mamba v1 padding drift under
+    `none` (every release, bounded as mlxcompat measured it); their own subject is not
+    covered."""
+    from mlxcompat.matrix import load_matrix
+    from mlxcompat.records.rows import ResultRow
+
+    assert scaffold.init_project(tmp_path / "srv", package="srv") == 0
+    matrix = load_matrix(tmp_path / "srv/matrix.yaml")
+    packages = {"mlx-lm": "0.32.2", "mlx": "0.32.2"}
+
+    def entry(delta: float, subject: str = "none"):
+        row = ResultRow(check="parity", subject=subject, verdict="fail", model="mamba",
+                        mode="fresh", delta=delta, tokens_equal=True)
+        found = [e for e in matrix.expectations if e.covers(row, "mlx-lm-0.32.2", packages)]
+        return found[0] if found else None
+
+    assert entry(0.07) is not None and entry(0.07).max_delta == 0.1
+    assert entry(0.07, subject="srv") is None

@@ -93,8 +93,10 @@ def _bench(report: CompatDoc) -> list[str]:
            "**speedup** is batched decode tok/s over the same model's decode tok/s one prompt "
            "at a time (`generate_step`, `none`, same cell, dtype and prompt shape). Prompts "
            "are `uniform` (all one length) or `mixed` (lengths log-uniform from a quarter to "
-           "twice the profile's). A row is `noisy` when a fixed CPU loop timed before each "
-           f"round moved (another job took the CPU): {len(noisy)} of {len(measured)} here. "
+           "twice the profile's). A row is `noisy` when, during its timed rounds, other "
+           "processes or the hypervisor took more than a set share of the bench CPU (of all "
+           "CPUs where nothing is pinned; the reason is on the row): "
+           f"{len(noisy)} of {len(measured)} here. "
            "CPU and GPU figures are never compared.", ""]
     for backend, group in by_backend(rows).items():
         release, headers, body = compact(report, group)
