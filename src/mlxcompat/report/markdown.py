@@ -125,14 +125,14 @@ def _subject_lines(page: FrontPage) -> list[str]:
     """Each subject's worst rows; its release by release standing is its grid column."""
     out = ["### Top problems per subject", ""]
     for s in page.shown:
-        against = (f": compared with `none` it fixes {sum(map(len, s.fixes.values()))} rows "
-                   f"and breaks {sum(map(len, s.breaks.values()))}"
-                   if s.subject != UPSTREAM and (s.fixes or s.breaks) else "")
-        out += [f"**{s.subject}**{against}", ""]
-        out += [problem_line(page, p) for p in s.problems[:TOP_PROBLEMS]]
-        if len(s.problems) > TOP_PROBLEMS:
-            out.append(f"- … {len(s.problems) - TOP_PROBLEMS} more in the details below")
-        out.append("")
+        facts = [f"{len(s.problems)} problems" + (f", the first {TOP_PROBLEMS} here, the rest "
+                                                  "in the details"
+                                                  if len(s.problems) > TOP_PROBLEMS else "")]
+        if s.subject != UPSTREAM and (s.fixes or s.breaks):
+            facts.append(f"compared with `none` it fixes {sum(map(len, s.fixes.values()))} "
+                         f"rows and breaks {sum(map(len, s.breaks.values()))}")
+        out += [f"**{s.subject}** ({'; '.join(facts)})",
+                *(problem_line(page, p) for p in s.problems[:TOP_PROBLEMS]), ""]
     return out
 
 
