@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from mlxcompat.drivers import process_state
-from mlxcompat.drivers.installed import package_folders, stat_changes, stat_files
+from mlxcompat.drivers.installed import package_folders, stat_changes, stat_files, watch_alone
 from mlxcompat.errors import add_subject_code, describe_exception, short_error
 from mlxcompat.records.names import Observed
 from mlxcompat.records.patches import Idempotence, PatchRow
@@ -152,8 +152,14 @@ def apply_entry_point(subject: str, role: RoleDecl, entry_point: str) -> PatchRo
 
     Returns a `PatchRow`: the observed status, the self-report (`claim`) and whether they
     agree, what changed (installed files of mlx / mlx-lm / mlx-vlm included, as
-    `file:<path>`), and the idempotence record (second call, unpatch, re-apply).
+    `file:<path>`), and the idempotence record (second call, unpatch, re-apply). No other
+    subject of the environment is inside its own call meanwhile (`watch_alone`).
     """
+    with watch_alone():
+        return _apply_watched(subject, role, entry_point)
+
+
+def _apply_watched(subject: str, role: RoleDecl, entry_point: str) -> PatchRow:
     row: dict[str, Any] = {"subject": subject, "role": role.name, "entry_point": entry_point}
     folders = package_folders()
     files = stat_files(folders)

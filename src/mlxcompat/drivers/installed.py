@@ -9,8 +9,13 @@ The RECORD (PEP 627) holds each file's sha256 as installed.
 from __future__ import annotations
 
 import base64
+import contextlib
 import csv
+import fcntl
 import hashlib
+import sys
+import tempfile
+from collections.abc import Iterator
 from importlib import metadata
 from pathlib import Path
 
@@ -106,6 +111,24 @@ def stat_files(folders: list[Path]) -> Stat:
 
 def stat_changes(before: Stat, after: Stat) -> list[str]:
     return [k for k in sorted({*before, *after}) if before.get(k) != after.get(k)]
+
+
+@contextlib.contextmanager
+def watch_alone() -> Iterator[None]:
+    """One watch window at a time per environment (this interpreter's `sys.prefix`).
+
+    The subjects of a cell run side by side in one venv: a file one subject's import writes
+    (vMLX's deepseek_v3.py) must not land in the window of another subject's entry point and
+    be charged to it. Windows of one environment take turns through a lock file; those of
+    other environments never wait."""
+    key = hashlib.sha256(sys.prefix.encode()).hexdigest()[:16]
+    path = Path(tempfile.gettempdir()) / f"mlxcompat-watch-{key}.lock"
+    with path.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def unshare(site: Path, names: tuple[str, ...] = WATCHED) -> int:
