@@ -12,17 +12,14 @@ byte-identical to a visited one's (read from the wheels) takes that finding with
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 from packaging.version import Version
 
-from mlxcompat.bisection import FLAG, UNDECIDABLE, Bisect, BisectError, _run
-from mlxcompat.matrix import SCHEMA
+from mlxcompat.bisection import FLAG, UNDECIDABLE, Bisect, BisectError, _run, scratch_matrix
 from mlxcompat.pypi import releases, wheel_for
 from mlxcompat.sharing import subject_key, wheel_reader
 
@@ -60,15 +57,10 @@ class SubjectBisect(Bisect):
         subjects = {self.member(v): {"install": [f"{self.family.package}=={v}"],
                                      "entry_points": self.family.entry_points_of(v)}
                     for v in versions}
-        doc = {"schema": SCHEMA, "settings": {"bench": {"default": "off"}},
-               "backends": {n: {"device": b.device, "requirement": b.requirement}
-                            for n, b in self.matrix.backends.items()},
-               "subjects": subjects,
-               "cells": [{"id": self.cell, **base.pins, "models": [self.model]
-                          if self.model else list(base.models), "subjects": list(subjects)}]}
-        path = self.work / "matrix.yaml"
-        path.write_text(yaml.safe_dump(json.loads(json.dumps(doc)), sort_keys=False))
-        return path
+        return scratch_matrix(self.work, self.matrix, {
+            "subjects": subjects,
+            "cells": [{"id": self.cell, **base.pins, "models": [self.model]
+                       if self.model else list(base.models), "subjects": list(subjects)}]})
 
     def verdict(self, version: str, matrix_file: Path) -> tuple[str, str]:
         if version in self.seen:

@@ -82,6 +82,17 @@ def has_file(wheel: Path, name: str) -> bool:
         return name in z.namelist()
 
 
+def scratch_matrix(work: Path, matrix: Matrix, parts: dict[str, Any]) -> Path:
+    """`work/matrix.yaml`: the matrix a bisection runs (throughput off, the same backends as
+    `matrix`) with its own subjects, cells and, where given, models and roles."""
+    doc = {"schema": SCHEMA, "settings": {"bench": {"default": "off"}},
+           "backends": {n: {"device": b.device, "requirement": b.requirement}
+                        for n, b in matrix.backends.items()}, **parts}
+    path = work / "matrix.yaml"
+    path.write_text(yaml.safe_dump(json.loads(json.dumps(doc)), sort_keys=False))
+    return path
+
+
 @dataclass
 class Bisect:
     matrix: Matrix
@@ -136,15 +147,9 @@ class Bisect:
                      for n, r in self.matrix.registry.roles.items() if n not in builtin["roles"]}
         install = [str((self.matrix.source_dir() / p).resolve()) if p in spec.paths else p
                    for p in spec.install]
-        doc = {"schema": SCHEMA, "settings": {"bench": {"default": "off"}},
-               "backends": {n: {"device": b.device, "requirement": b.requirement}
-                            for n, b in self.matrix.backends.items()},
-               "subjects": {self.subject: {"install": install,
-                                           "entry_points": spec.entry_points}},
-               "models": own_models, "roles": own_roles, "cells": cells}
-        path = self.work / "matrix.yaml"
-        path.write_text(yaml.safe_dump(json.loads(json.dumps(doc)), sort_keys=False))
-        return path
+        return scratch_matrix(self.work, self.matrix, {
+            "subjects": {self.subject: {"install": install, "entry_points": spec.entry_points}},
+            "models": own_models, "roles": own_roles, "cells": cells})
 
     def verdict(self, version: str, matrix_file: Path) -> tuple[str, str]:
         """Run one release's cell (building or reusing its venv) and read the verdict."""

@@ -15,8 +15,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from mlxcompat.errors import SkipCheck
-from mlxcompat.models.lm import LM_CONFIGS
+from mlxcompat.models.lm import LM_CONFIGS, construct
 
 VOCAB = 94  # '!' .. '~': ids 0..93 of the sorted byte-level alphabet
 SPECIALS = ["<|endoftext|>", "<|im_end|>"]
@@ -59,23 +58,13 @@ def _plain(value: Any) -> Any:
 
 def build(name: str, seed: int, dtype: str) -> tuple[Any, dict[str, Any]]:
     """The model (weights in `dtype`; `q4` = 4-bit, group 32) and the config that loads it."""
-    import importlib
-
     import mlx.core as mx
     import mlx.nn as nn
 
     from mlxcompat.models.evaluate import evaluate_all
 
     config = server_config(name)
-    module_name = f"mlx_lm.models.{config['model_type']}"
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        if exc.name != module_name:
-            raise
-        raise SkipCheck(f"model {name} is not in this mlx-lm release") from exc
-    mx.random.seed(seed)
-    model = module.Model(module.ModelArgs.from_dict(config))
+    model = construct(name, config, seed)
     if dtype in ("bfloat16", "float16"):
         model.set_dtype(getattr(mx, dtype))
     elif dtype == "q4":
