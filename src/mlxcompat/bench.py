@@ -68,18 +68,19 @@ def calibration(shares: tuple[float, float] | None, seconds: Sequence[float] = (
                 pinned: bool = True) -> Calibration | None:
     """Noisy when other processes or the hypervisor took the bench CPU (unpinned: the
     machine's CPUs) for a share of the rounds beyond the thresholds; without /proc/stat,
-    when the loop timed before each round varied (its spread)."""
+    when the loop timed before each round varied (its spread). The loop's times are kept
+    either way: the gate reads the machine's own speed off their median."""
     where = "the bench CPU" if pinned else "the machine's CPUs"
+    found = summarise(seconds) if seconds else None
     if shares is not None:
         foreign, steal = shares
         why = [f"other processes used {foreign:.0%} of {where} during the rounds"
                ] if foreign > NOISY_FOREIGN else []
         why += [f"the hypervisor took {steal:.0%}"] if steal > NOISY_STEAL else []
-        return Calibration(foreign=round(foreign, 4), steal=round(steal, 4), noisy=bool(why),
-                           why="; ".join(why))
-    if not seconds:
+        return Calibration(foreign=round(foreign, 4), steal=round(steal, 4), seconds=found,
+                           noisy=bool(why), why="; ".join(why))
+    if found is None:
         return None
-    found = summarise(seconds)
     noisy = (found.spread or 0.0) > NOISY_SPREAD
     return Calibration(seconds=found, noisy=noisy,
                        why=f"calibration loop spread {found.spread:.1%} > {NOISY_SPREAD:.0%}"

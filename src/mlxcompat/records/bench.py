@@ -49,8 +49,9 @@ class _Bench(Record):
 class Calibration(Record):
     """What else ran while this row's timed rounds did. On Linux (cpuwatch.py): `foreign`,
     the share of the bench CPU's time other processes used during the rounds (unpinned: of
-    all the machine's CPUs), and `steal`, the share the hypervisor took. Elsewhere `seconds`:
-    a fixed loop timed before every round, whose spread moves when the CPU is shared."""
+    all the machine's CPUs), and `steal`, the share the hypervisor took. `seconds`: a fixed
+    loop timed before every round; where /proc/stat is absent its spread decides `noisy`, and
+    the gate compares its median with the baseline's (the machine's own speed)."""
 
     foreign: float | None = None
     steal: float | None = None

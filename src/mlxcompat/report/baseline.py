@@ -125,11 +125,23 @@ def _noisy(row: MeasuredBench) -> str:
     return row.calibration.why if row.calibration and row.calibration.noisy else ""
 
 
+def _speed_moved(row: MeasuredBench, then: MeasuredBench, threshold: float) -> str:
+    """Why absolute tok/s cannot be compared although nothing else ran: the machine itself
+    got faster or slower (a VM's host), read off the fixed loop both rows timed."""
+    now_s, then_s = (r.calibration.seconds.median if r.calibration and r.calibration.seconds
+                     else None for r in (row, then))
+    if not now_s or not then_s or abs(now_s / then_s - 1) <= threshold:
+        return ""
+    return (f"the machine's own speed moved: a fixed loop took {now_s * 1000:.2f} ms, "
+            f"{then_s * 1000:.2f} ms in the baseline")
+
+
 def _throughput(current: CompatDoc, baseline: CompatDoc | None,
                 threshold: float) -> tuple[list[ThroughputMove], list[Ungated]]:
     """Gating rows against the baseline's: a subject's paired overhead against `none` where
     both runs have one (robust to a loaded machine), and decode tok/s where neither run was
-    measured beside another job. A row neither way can judge is ungated, with the reason."""
+    measured beside another job and the machine's own speed held. A row neither way can
+    judge is ungated, with the reason."""
     old = {_bench_key(b): row for b, row in _gating(baseline.bench if baseline else [])}
     moves, ungated = [], []
     for b, row in _gating(current.bench):
@@ -147,7 +159,7 @@ def _throughput(current: CompatDoc, baseline: CompatDoc | None,
                 moves.append(ThroughputMove(**where, measure="overhead", before=base,
                                             after=row.overhead.ratio, change=change[0] - 1,
                                             ci95=[c - 1 for c in change[1]]))
-        noisy = _noisy(row) or _noisy(then)
+        noisy = _noisy(row) or _noisy(then) or _speed_moved(row, then, threshold)
         if noisy:
             if not paired:
                 ungated.append(Ungated(**where, why=f"measured beside another job ({noisy})"))
