@@ -130,7 +130,8 @@ def paired_ratio(subject: Sequence[float], reference: Sequence[float]) -> Paired
     median = float(np.median(ratios))
     significant = not (lo <= 1.0 <= hi)
     return PairedRatio(ratio=median, ci95=[lo, hi], pairs=n, significant=significant,
-                       text=overhead_text(median, lo, hi, significant))
+                       text=overhead_text(median, lo, hi, significant),
+                       ratios=[round(float(r), 6) for r in ratios])
 
 
 def overhead_text(ratio: float, lo: float, hi: float, significant: bool) -> str:

@@ -1,5 +1,7 @@
 """The throughput gate on one machine: a baseline accepted from a run, then the same cell with a
-subject that sleeps 1 ms in each decode step (exact output, only slower). The gating profile
+subject that sleeps 4 ms in each decode step (exact output, only slower: about 60% at this
+profile's ~2.5 ms steps; 1 ms, about 29%, is inside what a noisy VM's nine rounds can separate:
+this VM once measured the no-op wrapper 13% slower than `none` in 8 of 9 pairs). The gating profile
 must flag that subject's overhead against `none` and nothing else; rerun without the sleep,
 nothing is flagged. On a machine where another job competes for the CPU, absolute tok/s
 cannot be gated: those rows fail as "not gated" (never as a slowdown), and nothing else may.
@@ -52,7 +54,7 @@ def test_a_real_slowdown_is_flagged_and_noise_is_not(tmp_path: Path) -> None:
     assert accepted.returncode == 0, (accepted.stdout + accepted.stderr)[-3000:]
     assert (tmp_path / "reports" / "baseline.json").exists()
 
-    slow = _nox(tmp_path, "0.001")
+    slow = _nox(tmp_path, "0.004")
     out = slow.stdout + slow.stderr
     assert slow.returncode == 1, out[-3000:]
     flagged = [line for line in out.splitlines() if line.startswith("regression: throughput:")

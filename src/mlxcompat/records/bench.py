@@ -33,6 +33,8 @@ class PairedRatio(Record):
     pairs: int
     significant: bool
     text: str
+    ratios: list[float] = Field(default_factory=list, description=(
+        "The per-round ratios, so a later run's gate can weigh this run's own spread."))
 
 
 class _Bench(Record):

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from mlxcompat.bench import unpaired_change
 from mlxcompat.records.base import RecordError
-from mlxcompat.records.bench import MeasuredBench
+from mlxcompat.records.bench import MeasuredBench, PairedRatio
 from mlxcompat.records.names import BAD, KEYS
 from mlxcompat.records.report import (
     Change,
@@ -136,6 +136,19 @@ def _speed_moved(row: MeasuredBench, then: MeasuredBench, threshold: float) -> s
             f"{then_s * 1000:.2f} ms in the baseline")
 
 
+def _overhead_change(now: PairedRatio, then: PairedRatio) -> tuple[float, list[float], bool]:
+    """(now/then, its 95% interval, significant). With both runs' per-round ratios each run's
+    own spread counts (a noisy baseline ratio is no fixed point); a baseline without them is
+    taken as exact, as before they were kept."""
+    if len(now.ratios) >= 2 and len(then.ratios) >= 2:
+        moved = unpaired_change(now.ratios, then.ratios)
+        if moved is not None:
+            return moved
+    base = then.ratio
+    lo, hi = (c / base for c in now.ci95)
+    return now.ratio / base, [lo, hi], not lo <= 1.0 <= hi
+
+
 def _throughput(current: CompatDoc, baseline: CompatDoc | None,
                 threshold: float) -> tuple[list[ThroughputMove], list[Ungated]]:
     """Gating rows against the baseline's: a subject's paired overhead against `none` where
@@ -153,10 +166,10 @@ def _throughput(current: CompatDoc, baseline: CompatDoc | None,
         where = {"cell": b.cell, "model": row.model, "subject": row.subject, "batch": row.batch}
         paired = row.overhead is not None and then.overhead is not None
         if row.overhead is not None and then.overhead is not None:
-            base = then.overhead.ratio
-            change = (row.overhead.ratio / base, [c / base for c in row.overhead.ci95])
-            if not change[1][0] <= 1.0 <= change[1][1] and abs(change[0] - 1) > threshold:
-                moves.append(ThroughputMove(**where, measure="overhead", before=base,
+            change = _overhead_change(row.overhead, then.overhead)
+            if change[2] and abs(change[0] - 1) > threshold:
+                moves.append(ThroughputMove(**where, measure="overhead",
+                                            before=then.overhead.ratio,
                                             after=row.overhead.ratio, change=change[0] - 1,
                                             ci95=[c - 1 for c in change[1]]))
         noisy = _noisy(row) or _noisy(then) or _speed_moved(row, then, threshold)
