@@ -172,9 +172,10 @@ def parse_matrix(data: Any, path: Path | None = None, lock: ReleaseLock | None =
     cells = tuple(parse_cell(c, i, defaults, subjects, registry, int(settings.timeout_s),
                              families) for i, c in enumerate(raw_cells))
     for i, c in enumerate(cells):
-        if c.bench and c.bench not in settings.bench.profiles:
-            raise fail(f"cells[{i}].bench", f"{c.bench!r}; known: "
-                       f"{', '.join(settings.bench.profiles)}")
+        for key, profile in (("bench", c.bench), ("curve", c.curve)):
+            if profile and profile not in settings.bench.profiles:
+                raise fail(f"cells[{i}].{key}", f"{profile!r}; known: "
+                           f"{', '.join(settings.bench.profiles)}")
     seen: dict[str, int] = {}
     for i, c in enumerate(cells):
         if c.id in seen:

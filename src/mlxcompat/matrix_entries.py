@@ -18,7 +18,7 @@ from mlxcompat.validation import fail, mapping, names, version
 _PLATFORMS = ("linux", "darwin")
 SUBJECT_KEYS = {"description", "install", "entry_points"}
 CELL_KEYS = {"id", *PINNED, "resolve", "models", "subjects", "extra_subjects", "tags",
-             "timeout_s", "bench_models", "bench", "extra_checks"}
+             "timeout_s", "bench_models", "bench", "curve", "extra_checks"}
 LATEST = "latest"
 
 
@@ -69,7 +69,8 @@ class Cell:
     timeout_s: int = 1200
     resolve: str = ""
     bench_models: tuple[str, ...] = ()  # narrows the profile's models in this cell
-    bench: str = ""  # this cell's bench profile when the run names none (e.g. curve)
+    bench: str = ""  # this cell's bench profile when the run names none
+    curve: str = ""  # the profile `nox -s curve` runs here, into <cell>.curve.json
     sources: dict[str, Source] = field(default_factory=dict)  # packages built from source
     extra_checks: tuple[str, ...] = ()  # run here beside the matrix's `checks:` (heavy ones)
 
@@ -213,6 +214,7 @@ def parse_cell(raw: Any, i: int, defaults: dict[str, Any], subjects: dict[str, S
         bench_models=names(raw.get("bench_models", []), f"{path}.bench_models",
                            registry.models, "model"),
         bench=str(raw.get("bench", "")),
+        curve=str(raw.get("curve", "")),
         sources=sources,
         extra_checks=_extra_checks(raw.get("extra_checks", []), f"{path}.extra_checks"),
     )

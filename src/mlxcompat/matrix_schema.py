@@ -119,6 +119,10 @@ class CellFile(_Strict):
     bench_models: list[str] | None = None
     bench: str | None = Field(None, description="this cell's bench profile (default: the "
                               "settings' default)")
+    curve: str | None = Field(None, description=(
+        "a bench profile `nox -s curve` runs in this cell (its throughput only, into "
+        "<cell>.curve.json, joined to the cell's rows by the report); the matrix run leaves "
+        "it out"))
     extra_checks: list[str] | None = Field(
         None, description="checks run in this cell beside `checks:` (heavy ones, e.g. server)")
 

@@ -103,25 +103,32 @@ class Sessions:
         record.resolved_for = resolution_target(cell)
         return record
 
-    def run_matrix(self, session: nox.Session, cell_id: str) -> None:
+    def run_matrix(self, session: nox.Session, cell_id: str, curve: bool = False) -> None:
+        """One cell's run into <cell>.json; with `curve`, only the throughput of the cell's
+        curve profile (besides install and import) into <cell>.curve.json."""
         from mlxcompat.runplan import plan, selection_parser
 
         if os.environ.get("MLXCOMPAT_SKIP_REPORT") != "1":
-            session.notify("drift")
+            if not curve:
+                session.notify("drift")
             session.notify("report")
         cell = self.matrix.cell(cell_id)
-        self.ran.append(cell_id)
+        if not curve:  # a curve alone leaves the report whole: it joins a cell's rows
+            self.ran.append(cell_id)
         if any(c.resolve for c in self.matrix.cells):
             self.resolution(next(c for c in self.matrix.cells if c.resolve))  # start early
         name = cell_name(cell_id, self.label)
-        out = self.raw / f"{name}.json"
+        stem = f"{name}.curve" if curve else name
+        out = self.raw / f"{stem}.json"
         args = selection_parser().parse_args(split_posargs(session.posargs)[0])
+        if curve:
+            args.bench, args.checks = cell.curve, "install,import"
         if args.reuse:
             reused = self.reused(session, cell, out, args)
             if reused:
                 print(f"[mlxcompat] {name}: reused (inputs unchanged since run {reused})")
                 return
-        for stale in (out, out.with_name(f"{name}.bench.json")):
+        for stale in (out, out.with_name(f"{stem}.bench.json")):
             stale.unlink(missing_ok=True)  # a crash must never leave old results standing
         venv = Path(session.virtualenv.location)
         log = venv / "install.log"
@@ -229,6 +236,13 @@ def sessions(matrix: str | Path = "matrix.yaml", raw: str | Path = "reports/raw"
             own.append(f"--cells={','.join(s.ran)}")
         session.run("mlxcompat", "--matrix", str(s.matrix_file), "report", "--raw", str(s.raw),
                     *own)
+
+    @nox.session(python=s.python, default=False, tags=["bench"])
+    @nox.parametrize("cell", [nox.param(c.id, id=c.id) for c in s.matrix.cells if c.curve])
+    def curve(session: nox.Session, cell: str) -> None:
+        """The batching curve of a cell that names one (`curve:`): throughput only, into
+        <cell>.curve.json, which the report joins to the cell's rows."""
+        s.run_matrix(session, cell, curve=True)
 
     @nox.session(python=s.python, default=False, tags=["upstream"])
     @nox.parametrize("cell", [nox.param(c.id, id=c.id) for c in s.matrix.cells

@@ -64,6 +64,30 @@ def _add_upstream(doc: CellDoc, raw: Path, stem: str) -> list[str]:
     return problems
 
 
+RELEASES = ("mlx-lm", "mlx", "mlx-vlm")
+
+
+def _add_curve(doc: CellDoc, raw: Path, stem: str) -> list[str]:
+    """The bench rows of `nox -s curve` (`<cell>.curve.json`) join their cell's, when that run
+    had the cell's releases and backend; a curve of other releases is a problem line."""
+    path = raw / f"{stem}.curve.json"
+    if not path.exists():
+        return []
+    try:
+        curve = read_cell(path)
+    except RecordError as exc:
+        return [str(exc)]
+    if curve.cell != doc.cell or not curve.complete or not curve.install.ok:
+        return [f"{path.name}: not a finished curve run of {doc.cell}"]
+    ran = {k: curve.env.packages.get(k) for k in RELEASES}
+    have = {k: doc.env.packages.get(k) for k in RELEASES}
+    if ran != have or curve.env.backend != doc.env.backend:
+        return [f"{path.name}: ran {ran} on {curve.env.backend}, the cell now has {have} on "
+                f"{doc.env.backend}; rerun `nox -s \"curve({split_cell_name(stem)[0]})\"`"]
+    doc.bench = [*doc.bench, *curve.bench]
+    return []
+
+
 def _uncovered(doc: CellDoc, matrix: Any, cell_id: str, label: str) -> list[str]:
     """Subjects or models the matrix lists for this cell (on this runner) without one row in
     its JSON: a run narrowed by --subjects / --models does not cover the cell."""
@@ -93,7 +117,8 @@ def load_cells(raw: Path, matrix: Any = None, tag: str = "",
         loaded.problems.append(f"{raw}: no such folder; run `nox -s matrix` first")
         return loaded
     files = sorted(p for p in raw.glob("*.json")
-                   if not p.name.endswith(".bench.json") and ".upstream." not in p.name)
+                   if not p.name.endswith(".bench.json") and ".upstream." not in p.name
+                   and not p.name.endswith(".curve.json"))
     if not files:
         loaded.problems.append(f"{raw}: no cell JSON files; run `nox -s matrix` first")
     known = {c.id for c in matrix.cells} if matrix is not None else None
@@ -115,6 +140,7 @@ def load_cells(raw: Path, matrix: Any = None, tag: str = "",
         if matrix is not None:
             loaded.missing += _uncovered(doc, matrix, cell, label)
         loaded.problems += _add_upstream(doc, raw, path.stem)
+        loaded.problems += _add_curve(doc, raw, path.stem)
         loaded.cells.append(doc)
     loaded.labels = sorted(present)
     if matrix is not None:

@@ -125,10 +125,13 @@ def speedup_per_batch(rows: list[BenchLine], backend: str) -> str | None:
     if not found:
         return None
     latest = {b.model: b.cell for b, _ in found}
+    series = {model: sorted((b.batch, float(speed or 0)) for b, speed in found
+                            if b.cell == cell and b.model == model)
+              for model, cell in sorted(latest.items())}
+    curves = {m: pts for m, pts in series.items() if len(pts) > 1}
     fig, ax = _figure()
-    for model, cell in sorted(latest.items()):
-        pts = sorted((b.batch, float(speed or 0)) for b, speed in found
-                     if b.cell == cell and b.model == model)
+    for model, pts in (curves or series).items():  # a lone batch beside a curve adds nothing
+        cell = latest[model]
         ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=f"{model} ({cell})")
     ax.set_xscale("log", base=2)
     batches = sorted({b.batch for b, _ in found})

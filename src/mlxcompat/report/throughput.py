@@ -1,7 +1,8 @@
 """The report's throughput tables: a llama-bench-style table of the newest release per
 backend (tok/s per subject, speedup, paired overhead against `none`) — a batching curve when
 that cell measured several batch sizes —, mlxcompat's prefill cost on mixed-length prompts
-per release, and every row for the details. CPU and GPU figures are never compared.
+per release, and every row for the details. CPU and GPU figures are never compared. A cell
+with rows of two profiles (its `nox -s curve` joined) names each row's profile.
 
 Speedup: batched decode tok/s over the same model's decode tok/s one prompt at a time
 (`generate_step`, subject `none`, same cell, dtype and prompt shape)."""
@@ -55,6 +56,9 @@ def bench_rows(report: CompatDoc) -> list[BenchLine]:
     """Throughput rows in cell order, with release, backend and a comparability note."""
     cells = {c.cell: c for c in report.cells}
     order = {name: i for i, name in enumerate(cells)}
+    profiles: dict[str, set[str]] = {}
+    for b in report.bench:
+        profiles.setdefault(b.cell, set()).add(b.row.profile)
     lines = []
     for b in sorted(report.bench, key=lambda b: (order.get(b.cell, 0), b.row.model, b.row.batch,
                                                  b.row.subject)):
@@ -65,7 +69,8 @@ def bench_rows(report: CompatDoc) -> list[BenchLine]:
         note = {FailedBench: getattr(row, "detail", ""),
                 SkippedBench: getattr(row, "reason", "")}.get(type(row), "")
         tags = [t for t in (SHORT.get(row.dtype, row.dtype) if row.dtype != "float32" else "",
-                            "mixed" if row.prompts == "mixed" else "") if t]
+                            "mixed" if row.prompts == "mixed" else "",
+                            row.profile if len(profiles[b.cell]) > 1 else "") if t]
         model = f"{row.model} ({', '.join(tags)})" if tags else row.model
         measured = row if isinstance(row, MeasuredBench) else None
         if measured is not None and measured.calibration and measured.calibration.noisy:
