@@ -28,7 +28,7 @@ Key = tuple[str, ...]
 def rows(folder: Path) -> dict[Key, ResultRow]:
     found: dict[Key, ResultRow] = {}
     for path in sorted(folder.glob("*.json")):
-        if ".upstream." in path.name or path.name.endswith(".bench.json"):
+        if ".upstream." in path.name or path.name.endswith((".bench.json", ".curve.json")):
             continue
         doc = read_cell(path)
         for row in doc.results:
