@@ -1,0 +1,79 @@
+"""An A/A test of the paired overhead: `none` against `twin`, a subject with no patch at all
+(a second, identical process), and against `noop`, the slow-decode control with its sleep set
+to 0 (one Python wrapper around BatchGenerator.next). Neither can cost anything real, so every
+"significant" overhead they get is the method's (or the machine's) false positive rate.
+
+    python3 scripts/aa_overhead.py [trials] [--out FOLDER]
+
+Each trial is one `nox -s "matrix(mlx-lm-0.32.2)"` run of the gate profile (llama, batch 8,
+9 interleaved rounds) in a scratch matrix; the cell JSON of every trial is kept under FOLDER.
+Needs nox, uv and PyPI (as `.ci/run` provides). Nothing else may run meanwhile.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CONTROLS = ROOT / "tests" / "negative_controls"
+MATRIX = {
+    "schema": 3,
+    "settings": {"timeout_s": 600, "bench": {
+        "default": "gate", "models": ["llama"],
+        "profiles": {"gate": {"batches": [8], "rounds": 9, "warmup": 1, "prompt_tokens": 16,
+                              "gen_tokens": 16, "gating": True}}}},
+    "backends": {"cpu": {"device": "cpu", "requirement": {"linux": "mlx[cpu]=={v}",
+                                                          "darwin": "mlx=={v}"}}},
+    "roles": {"slow": {"targets": ["mlx_lm.generate"], "checks": ["parity"]}},
+    "subjects": {"none": {}, "twin": {}, "noop": {
+        "install": [str(CONTROLS)],
+        "entry_points": {"slow": "negative_controls.slow_decode:apply"}}},
+    "checks": ["parity"],
+    "cells": [{"mlx-lm": "0.32.2", "mlx": "0.32.2", "models": ["llama"]}],
+}
+
+
+def trial(work: Path, keep: Path, i: int) -> list[dict]:
+    env = {**os.environ, "MLXCOMPAT_MATRIX": str(work / "matrix.yaml"),
+           "MLXCOMPAT_RAW": str(work / "raw"), "HF_HUB_OFFLINE": "1",
+           "MLXCOMPAT_SLOW_DECODE_S": "0", "MLXCOMPAT_SKIP_REPORT": "1"}
+    subprocess.run(["nox", "-f", str(ROOT / "noxfile.py"), "--envdir", str(work / "nox"),
+                    "-s", "matrix"], cwd=ROOT, env=env, check=True, capture_output=True)
+    cell = work / "raw" / "mlx-lm-0.32.2.json"
+    shutil.copy(cell, keep / f"trial-{i:02d}.json")
+    doc = json.loads(cell.read_text())
+    return [b for b in doc["bench"] if b.get("overhead")]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("trials", nargs="?", type=int, default=6)
+    parser.add_argument("--out", type=Path, default=ROOT / "reports" / "evidence" / "aa-overhead")
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="mlxcompat-aa-"))
+    (work / "matrix.yaml").write_text(json.dumps(MATRIX))
+    flagged = {"twin": 0, "noop": 0}
+    for i in range(args.trials):
+        for row in trial(work, args.out, i):
+            o = row["overhead"]
+            flagged[row["subject"]] += bool(o["significant"])
+            print(f"trial {i}: {row['subject']:>4} vs none {o['ratio']:.3f} "
+                  f"(95% CI {o['ci95'][0]:.3f}-{o['ci95'][1]:.3f}) "
+                  f"{'significant' if o['significant'] else 'n.s.'}; its spread "
+                  f"{row['gen_tok_s']['spread']:.1%}", flush=True)
+    print(f"{args.trials} trials: significant twin {flagged['twin']}, noop {flagged['noop']} "
+          f"(a sound 95% interval: about 1 in 20)")
+    shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
