@@ -87,6 +87,8 @@ def _bench(report: CompatDoc) -> list[str]:
     noisy = [b for b in rows if b.measured and b.measured.calibration
              and b.measured.calibration.noisy]
     measured = [b for b in rows if b.measured is not None]
+    paired = [b.measured.overhead for b in measured if b.measured and b.measured.overhead]
+    flagged = sum(1 for o in paired if o.significant)
     out = ["### Throughput", "", "Decode tok/s: median of interleaved rounds with its 95% "
            "distribution-free interval; `spread` is the robust CV (1.4826·MAD/median) of the "
            "rounds; `vs none` is the median of paired per-round ratios (negative = slower); "
@@ -97,6 +99,11 @@ def _bench(report: CompatDoc) -> list[str]:
            "processes or the hypervisor took more than a set share of the bench CPU (of all "
            "CPUs where nothing is pinned; the reason is on the row): "
            f"{len(noisy)} of {len(measured)} here. "
+           "By chance alone a 95% interval misses \"no difference\" in about 1 pair in 20: "
+           f"{flagged} of {len(paired)} `vs none` figures here are significant, and an A/A "
+           "test on this machine (an unpatched twin and a no-op wrapper against `none`, "
+           "`scripts/aa_overhead.py`) flagged 1 of 16; a lone significant figure a patch "
+           "cannot cause (decode on a model it does not touch) is most likely one of those. "
            "CPU and GPU figures are never compared.", ""]
     for backend, group in by_backend(rows).items():
         release, headers, body = compact(report, group)
