@@ -10,6 +10,9 @@
 #   scripts/gpu/run_cell.sh overhead <cell> ARGS  benchmarks/harness_overhead.py --backend
 #                                                 cuda ARGS in that cell's site
 #   scripts/gpu/run_cell.sh exec <cell> CMD ...   any command in that cell's site (a probe)
+#   scripts/gpu/run_cell.sh stamp                 HERE, before the calls: write the harness's
+#                                                 identity (commit, local changes) to
+#                                                 .gpu/harness-stamp, carried with call 1
 # Settings: BENCH (profile, default gpu), SUBJECTS (default none,mlxcompat), MODELS (default:
 # the cell's), CHECKS (default: the matrix's), TAG (a suffix for a second run of one cell),
 # MLXCOMPAT_BENCH_PIN (1: pin the timed rounds to one CPU as the CPU backend does).
@@ -80,7 +83,19 @@ environment() {  # <site>: CUDA libraries of the wheel, no hub, plain processes
   python3 -c 'import mlx.core as mx; print("mlx", mx.__version__, mx.default_device(), mx.cuda.is_available())'
 }
 
+if [ "${1:-}" = stamp ]; then
+  mkdir -p .gpu
+  PYTHONPATH=src python3 -c 'from mlxcompat.installs import harness_identity as h; print(h())' \
+    > .gpu/harness-stamp
+  cat .gpu/harness-stamp
+  exit 0
+fi
 keep
+if [ -f .gpu/harness-stamp ]; then cp .gpu/harness-stamp "$stage/"; fi
+if [ -f "$stage/harness-stamp" ]; then
+  MLXCOMPAT_HARNESS_STAMP="$(cat "$stage/harness-stamp")"
+  export MLXCOMPAT_HARNESS_STAMP
+fi
 case "${1:-stage}" in
 stage) ;;
 run)
@@ -114,5 +129,6 @@ exec)
   environment "$site"
   "$@"
   ;;
-*) echo "usage: $0 stage | run <cell> | overhead <cell> ARGS | exec <cell> CMD" >&2; exit 2 ;;
+*) echo "usage: $0 stamp | stage | run <cell> | overhead <cell> ARGS | exec <cell> CMD" >&2
+   exit 2 ;;
 esac

@@ -38,11 +38,16 @@ def harness_requirement() -> list[str]:
 
 def harness_identity() -> str:
     """`mlxcompat 0.1.0 (git 1a2b3c4)` for a checkout (`+ local changes` when src/ differs
-    from that commit), else the installed distribution's version: recorded in every cell."""
+    from that commit), else the installed distribution's version: recorded in every cell.
+    MLXCOMPAT_HARNESS_STAMP, where set, is taken as is: a copy of the tree without its own
+    git (a lent GPU machine, scripts/gpu) carries the stamp made where the checkout is."""
+    import os
     import subprocess
 
     from mlxcompat import __version__
 
+    if os.environ.get("MLXCOMPAT_HARNESS_STAMP"):
+        return os.environ["MLXCOMPAT_HARNESS_STAMP"]
     tree = Path(__file__).resolve().parents[2]
     name = f"mlxcompat {__version__}"
     if not (tree / ".git").exists():
