@@ -113,3 +113,34 @@ def test_verdict_bars_fit_and_their_labels_are_readable(figures: list[Any]) -> N
         right, top = max(b.x1 for b in bars), max(b.y1 for b in bars)
         assert right < frame.x1 - 1 and top < frame.y1 - 1, (
             "the longest bar ends at the edge of the axes: it reads as cut off")
+
+
+def _curve_point(subject: str, model: str, batch: int, median: float,
+                 cell: str = "mlx-lm-0.32.2") -> BenchLine:
+    measured = MeasuredBench(model=model, subject=subject, batch=batch, backend="cpu",
+                             gen_tok_s=Spread(rounds=7, median=median,
+                                              ci95=[median * 0.9, median * 1.1]),
+                             prefill_tok_s=Spread())
+    return BenchLine(cell, "lm 0.32.2" if cell == "mlx-lm-0.32.2" else "lm 0.31.3", "cpu",
+                     "cpu", model, subject, batch, measured, "")
+
+
+def test_the_batching_curve_has_a_line_and_a_band_per_subject_and_a_panel_per_model(
+        figures: list[Any]) -> None:
+    rows = [_curve_point(s, m, b, 100.0 * b * (1.1 if s == "none" else 1.0))
+            for s in ("none", "mlxcompat") for m in ("llama (curve)", "mamba2 (curve)")
+            for b in (1, 2, 4, 8, 16, 32)]
+    rows.append(_curve_point("none", "llama (mixed, quick)", 8, 700.0))  # one batch: no panel
+    rows.append(_curve_point("none", "qwen3_5", 8, 600.0, cell="mlx-lm-0.31.3"))
+    assert plots.batching_curve(rows, "cpu") == "png"
+    fig = figures[-1]
+    shown = [ax for ax in fig.axes if ax.get_visible() and ax.get_title()]
+    assert [ax.get_title() for ax in shown] == ["llama (curve)\nmlx-lm-0.32.2",
+                                                "mamba2 (curve)\nmlx-lm-0.32.2"]
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["mlxcompat", "none"]
+    for ax in shown:
+        assert [line.get_label() for line in ax.get_lines()] == ["mlxcompat", "none"]
+        assert [list(line.get_xdata()) for line in ax.get_lines()] == [[1, 2, 4, 8, 16, 32]] * 2
+        assert len(ax.collections) == 2  # one band each
+    _readable(fig)
+    assert plots.batching_curve(rows[-2:], "cpu") is None  # no cell measured two batches

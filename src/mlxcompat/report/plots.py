@@ -144,12 +144,58 @@ def speedup_per_batch(rows: list[BenchLine], backend: str) -> str | None:
     return _png(fig)
 
 
+def batching_curve(rows: list[BenchLine], backend: str) -> str | None:
+    """Decode tok/s against batch size in the newest cell that measured several, one panel
+    per model (and dtype / prompt shape), one line per subject, its 95% interval as a band."""
+    found = [b for b in rows if b.measured is not None and b.measured.gen_tok_s.median
+             and len(b.measured.gen_tok_s.ci95) == 2]
+    curves: dict[str, str] = {}  # model label -> the newest cell with several batches of it
+    for b in sorted(found, key=lambda b: _by_version(b.release)):
+        if len({r.batch for r in found if (r.cell, r.model) == (b.cell, b.model)}) > 1:
+            curves[b.model] = b.cell
+    if not curves:
+        return None
+    ncols = min(3, len(curves))
+    nrows = math.ceil(len(curves) / ncols)
+    fig, axes = _figure(9.0, 3.0 * nrows, nrows=nrows, ncols=ncols, squeeze=False,
+                        layout="constrained")
+    subjects = sorted({b.subject for b in found if curves.get(b.model) == b.cell})
+    shown: dict[str, Any] = {}  # subject -> its line, for one legend over every panel
+    for ax, (model, cell) in zip(axes.flat, sorted(curves.items()), strict=False):
+        for i, subject in enumerate(subjects):
+            pts = sorted((b.batch, *b.measured.gen_tok_s.ci95, b.measured.gen_tok_s.median)
+                         for b in found if (b.cell, b.model, b.subject) == (cell, model, subject)
+                         and b.measured is not None)
+            if not pts:
+                continue
+            xs = [p[0] for p in pts]
+            ax.fill_between(xs, [p[1] for p in pts], [p[2] for p in pts], color=f"C{i}",
+                            alpha=0.15, linewidth=0)
+            (shown[subject],) = ax.plot(xs, [p[3] for p in pts], marker="o", markersize=3,
+                                        color=f"C{i}", label=subject)
+        ax.set_xscale("log", base=2)
+        batches = sorted({b.batch for b in found if (b.cell, b.model) == (cell, model)})
+        ax.set_xticks(batches, [str(n) for n in batches])
+        ax.minorticks_off()
+        ax.set_title(f"{model}\n{cell}", fontsize=8)
+        ax.tick_params(labelsize=8)
+    for ax in list(axes.flat)[len(curves):]:
+        ax.set_visible(False)
+    fig.supxlabel("batch size", fontsize=9)
+    fig.supylabel("decode tok/s (median, 95% band)", fontsize=9)
+    fig.suptitle(f"Batching curve on {backend}, every subject")
+    fig.legend([shown[s] for s in subjects if s in shown], [s for s in subjects if s in shown],
+               fontsize=8, loc="outside right upper")
+    return _png(fig)
+
+
 def all_plots(report: CompatDoc) -> list[tuple[str, str]]:
     """(title, base64 PNG) for every plot that has data; throughput plots per backend."""
     plots = [("Verdicts per release", verdicts_per_release(report))]
     for backend, rows in by_backend(bench_rows(report)).items():
         for title, fn in ((f"Throughput per release ({backend})", tok_s_per_release),
-                          (f"Speedup per batch size ({backend})", speedup_per_batch)):
+                          (f"Speedup per batch size ({backend})", speedup_per_batch),
+                          (f"Batching curve ({backend})", batching_curve)):
             png = fn(rows, backend)
             if png:
                 plots.append((title, png))
