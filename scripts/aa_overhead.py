@@ -22,22 +22,11 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-CONTROLS = ROOT / "tests" / "negative_controls"
-MATRIX = {
-    "schema": 3,
-    "settings": {"timeout_s": 600, "bench": {
-        "default": "gate", "models": ["llama"],
-        "profiles": {"gate": {"batches": [8], "rounds": 9, "warmup": 1, "prompt_tokens": 16,
-                              "gen_tokens": 16, "gating": True}}}},
-    "backends": {"cpu": {"device": "cpu", "requirement": {"linux": "mlx[cpu]=={v}",
-                                                          "darwin": "mlx=={v}"}}},
-    "roles": {"slow": {"targets": ["mlx_lm.generate"], "checks": ["parity"]}},
-    "subjects": {"none": {}, "twin": {}, "noop": {
-        "install": [str(CONTROLS)],
-        "entry_points": {"slow": "negative_controls.slow_decode:apply"}}},
-    "checks": ["parity"],
-    "cells": [{"mlx-lm": "0.32.2", "mlx": "0.32.2", "models": ["llama"]}],
-}
+sys.path.insert(0, str(ROOT / "tests" / "integration"))
+
+from gate_matrix import SLOW_DECODE, gate_matrix  # noqa: E402  (the gate test's scenario)
+
+MATRIX = gate_matrix({"twin": {}, "noop": SLOW_DECODE})
 
 
 def trial(work: Path, keep: Path, i: int) -> list[dict]:

@@ -16,25 +16,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from gate_matrix import SLOW_DECODE, gate_matrix
 
 ROOT = Path(__file__).resolve().parents[2]
-CONTROLS = ROOT / "tests" / "negative_controls"
-
-MATRIX = {
-    "schema": 3,
-    "settings": {"timeout_s": 600, "bench": {
-        "default": "gate", "models": ["llama"],
-        "profiles": {"gate": {"batches": [8], "rounds": 9, "warmup": 1, "prompt_tokens": 16,
-                              "gen_tokens": 16, "gating": True}}}},
-    "backends": {"cpu": {"device": "cpu", "requirement": {"linux": "mlx[cpu]=={v}",
-                                                          "darwin": "mlx=={v}"}}},
-    "roles": {"slow": {"targets": ["mlx_lm.generate"], "checks": ["parity"]}},
-    "subjects": {"none": {}, "slowpoke": {
-        "install": [str(CONTROLS)],
-        "entry_points": {"slow": "negative_controls.slow_decode:apply"}}},
-    "checks": ["parity"],
-    "cells": [{"mlx-lm": "0.32.2", "mlx": "0.32.2", "models": ["llama"]}],
-}
+MATRIX = gate_matrix({"slowpoke": SLOW_DECODE})
 
 
 def _nox(tmp: Path, slow: str, *args: str) -> subprocess.CompletedProcess[str]:
