@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mlxcompat.expectations import PINNED
 from mlxcompat.records.base import RecordError
 from mlxcompat.records.cell import CellDoc, read_cell, read_upstream
 from mlxcompat.records.names import cell_name, split_cell_name
@@ -64,9 +65,6 @@ def _add_upstream(doc: CellDoc, raw: Path, stem: str) -> list[str]:
     return problems
 
 
-RELEASES = ("mlx-lm", "mlx", "mlx-vlm")
-
-
 def _add_curve(doc: CellDoc, raw: Path, stem: str) -> list[str]:
     """The bench rows of `nox -s curve` (`<cell>.curve.json`) join their cell's, when that run
     had the cell's releases and backend; a curve of other releases is a problem line."""
@@ -79,8 +77,8 @@ def _add_curve(doc: CellDoc, raw: Path, stem: str) -> list[str]:
         return [str(exc)]
     if curve.cell != doc.cell or not curve.complete or not curve.install.ok:
         return [f"{path.name}: not a finished curve run of {doc.cell}"]
-    ran = {k: curve.env.packages.get(k) for k in RELEASES}
-    have = {k: doc.env.packages.get(k) for k in RELEASES}
+    ran = {k: curve.env.packages.get(k) for k in PINNED}
+    have = {k: doc.env.packages.get(k) for k in PINNED}
     if ran != have or curve.env.backend != doc.env.backend:
         return [f"{path.name}: ran {ran} on {curve.env.backend}, the cell now has {have} on "
                 f"{doc.env.backend}; rerun `nox -s \"curve({split_cell_name(stem)[0]})\"`"]

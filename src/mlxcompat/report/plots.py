@@ -149,9 +149,12 @@ def batching_curve(rows: list[BenchLine], backend: str) -> str | None:
     per model (and dtype / prompt shape), one line per subject, its 95% interval as a band."""
     found = [b for b in rows if b.measured is not None and b.measured.gen_tok_s.median
              and len(b.measured.gen_tok_s.ci95) == 2]
+    batches: dict[tuple[str, str], set[int]] = defaultdict(set)
+    for b in found:
+        batches[(b.cell, b.model)].add(b.batch)
     curves: dict[str, str] = {}  # model label -> the newest cell with several batches of it
     for b in sorted(found, key=lambda b: _by_version(b.release)):
-        if len({r.batch for r in found if (r.cell, r.model) == (b.cell, b.model)}) > 1:
+        if len(batches[(b.cell, b.model)]) > 1:
             curves[b.model] = b.cell
     if not curves:
         return None
@@ -174,8 +177,8 @@ def batching_curve(rows: list[BenchLine], backend: str) -> str | None:
             (shown[subject],) = ax.plot(xs, [p[3] for p in pts], marker="o", markersize=3,
                                         color=f"C{i}", label=subject)
         ax.set_xscale("log", base=2)
-        batches = sorted({b.batch for b in found if (b.cell, b.model) == (cell, model)})
-        ax.set_xticks(batches, [str(n) for n in batches])
+        ticks = sorted(batches[(cell, model)])
+        ax.set_xticks(ticks, [str(n) for n in ticks])
         ax.minorticks_off()
         ax.set_title(f"{model}\n{cell}", fontsize=8)
         ax.tick_params(labelsize=8)
