@@ -8,10 +8,12 @@ runs). Then each prompt alone through `generate_step` with several `prefill_step
 an exact backend the chunking of a prompt never changes its tokens.
 
     PYTHONPATH=src python scripts/gpu/probe_segments.py [cpu]   # cpu: mlx's CPU device
+    PROBE_VARIANT=sync PYTHONPATH=src python scripts/gpu/probe_segments.py   # see _variant
 """
 
 from __future__ import annotations
 
+import os
 import sys
 
 import mlx.core as mx
@@ -67,8 +69,46 @@ def _chunked() -> None:
               f"{found}", flush=True)
 
 
+def _singles() -> list[list[int]]:
+    net = mamba2(0)
+    rows, _ = shape_rows("long-prompt")
+    return [list(run_single(net, r).tokens) for r in rows]
+
+
+def _variant(name: str) -> None:
+    """PROBE_VARIANT: plain, nocompile (mx.disable_compile), sync (mx.synchronize around every
+    restore), norestore (segments without putting padded rows' state back)."""
+    if name == "nocompile":
+        mx.disable_compile()
+    elif name == "sync":
+        original = ssm_segments._restore
+
+        def restore(ssm, before, real):
+            mx.synchronize()
+            original(ssm, before, real)
+            mx.eval([a for c in ssm for a in c.cache if a is not None])
+            mx.synchronize()
+        ssm_segments._restore = restore
+    elif name == "norestore":
+        ssm_segments._restore = lambda ssm, before, real: None
+
+
 def main() -> int:
-    print("mlx", mx.__version__, "default device", mx.default_device(), flush=True)
+    variant = os.environ.get("PROBE_VARIANT", "")
+    print("mlx", mx.__version__, "default device", mx.default_device(),
+          f"variant {variant or '-'}", flush=True)
+    if variant:
+        _variant(variant)
+        before = _singles()
+        mamba_cache.ensure_mamba_support()
+        _compare(f"mlxcompat ({variant})")
+        _compare(f"mlxcompat ({variant}) again")
+        mamba_cache.unpatch()
+        after = _singles()
+        print(f"{variant}: a fresh model's one-prompt tokens after the patched runs "
+              f"{'unchanged' if after == before else 'CHANGED'} {after if after != before else ''}",
+              flush=True)
+        return 0
     _compare("none")
     mamba_cache.ensure_mamba_support()
     _compare("mlxcompat")
