@@ -24,7 +24,9 @@ from mlxcompat.records.files import write_json_atomic
 from mlxcompat.records.need import Need, NeedRecord
 
 SSM_MODELS = ("mamba", "mamba2", "qwen3_next", "qwen3_5")
-SSM_MODES = ("fresh", "history")
+# history-equal: equal tails, so nothing is padded: a failure there is the cache's (carrying
+# state between turns), not padding's; the patch-status target map tells the two apart.
+SSM_MODES = ("fresh", "history", "history-equal")
 # The GLM4V language model, batched on both paths (inner GLM4VModel, outer LanguageModel).
 GLM4V_SCENARIOS = ("padded", "filter", "extend", "merge")
 TOLERANCE = 1e-4

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from mlxcompat.checks.spec import Case, CheckSpec, Context, Selection, wanted
+from mlxcompat.checks.target_families import TargetNeed, family_needs, target_needs
 from mlxcompat.records.need import Need
 from mlxcompat.records.patches import PatchRow
 from mlxcompat.records.rows import ResultRow
@@ -61,6 +62,15 @@ def role_need(role: RoleDecl, ctx: Context) -> Need:
     return ctx.need().for_capability(role.need)
 
 
+def _wider(targets: TargetNeed) -> str:
+    """The targets replaced where nothing they serve is broken in this cell ('' if none)."""
+    if not targets.unneeded:
+        return ""
+    named = "; ".join(f"{t} (serves {', '.join(keys)}: none broken here)"
+                      for t, keys in list(targets.unneeded.items())[:4])
+    return f"wider than needed: replaced {named}"
+
+
 def run_patch_status(case: Case, ctx: Context) -> ResultRow:
     row = ctx.patches.get(case.role)
     if row is None:
@@ -71,8 +81,17 @@ def run_patch_status(case: Case, ctx: Context) -> ResultRow:
     if verdict != "error" and not row.agrees:
         verdict = "fail"
         detail = f"says {'/'.join(row.claim)} but observed {row.observed}; {detail}"
+    record = ctx.need() if role.need else None
+    targets = target_needs(row.changed, record) if record else TargetNeed()
+    wider = _wider(targets)
+    if wider and verdict == "pass" and not role.forced:
+        verdict = "fail"
+    detail = f"{detail}; {wider}" if wider else detail
     metrics = {"observed": row.observed, "claim": row.claim, "needed": need.needed,
-               "changed": row.changed[:20]}
+               "changed": row.changed[:20],
+               "families": family_needs(record) if record else {},
+               "targets_needed": targets.needed, "targets_unneeded": targets.unneeded,
+               "targets_unmapped": targets.unknown[:20]}
     return case.row(ctx.subject, verdict, f"{detail}; {row.detail}".strip("; "),
                     metrics=metrics)
 
