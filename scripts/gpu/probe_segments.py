@@ -100,7 +100,7 @@ def main() -> int:
     if variant:
         _variant(variant)
         before = _singles()
-        mamba_cache.ensure_mamba_support()
+        mamba_cache.patch_mlx_lm_for_mamba()  # forced: mamba2 segmented even where exact
         _compare(f"mlxcompat ({variant})")
         _compare(f"mlxcompat ({variant}) again")
         mamba_cache.unpatch()
@@ -110,7 +110,7 @@ def main() -> int:
               flush=True)
         return 0
     _compare("none")
-    mamba_cache.ensure_mamba_support()
+    mamba_cache.patch_mlx_lm_for_mamba()  # forced: mamba2 segmented even where exact
     _compare("mlxcompat")
     original = ssm_segments._restore
     ssm_segments._restore = _evaluating_restore(original)

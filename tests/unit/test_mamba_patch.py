@@ -41,8 +41,29 @@ def test_second_ensure_call_changes_nothing() -> None:
 def test_applied_where_its_own_probe_sees_a_padding_leak() -> None:
     status = mamba_cache.ensure_mamba_support()
     assert status.status == "applied", status.detail
-    assert "padding reaches Mamba v1's state" in status.detail
-    assert ssm_probe.padding_leak() == ""  # with the patch in place, the leak is gone
+    assert "mamba: padding reaches the state" in status.detail
+    leaks = ssm_probe.padding_leaks()
+    assert leaks["mamba"] == ""  # with the patch in place, Mamba v1's leak is gone
+    assert set(leaks) >= {"mamba", "mamba2"}
+
+
+def test_segments_leave_an_exempt_family_to_upstream() -> None:
+    """A model of a family the probe found exact goes through the original prefill; any
+    other SSM model through the segmented one (its owner's model swapped for the call)."""
+    seen = []
+
+    def original(owner, tokens):
+        seen.append(type(owner.model).__name__)
+
+    exact = type("Model", (), {"__module__": "mlx_lm.models.qwen3_next"})
+    leaky = type("Model", (), {"__module__": "mlx_lm.models.mamba"})
+    prompt = ssm_segments.wrap_prompt(original, frozenset({"qwen3_next"}))
+    for model in (exact(), leaky()):
+        owner = type("Batch", (), {})()
+        owner.model = model
+        prompt(owner, [[1, 2], [3]])
+        assert owner.model is model
+    assert seen == ["Model", "SegmentedPrefill"]
 
 
 def test_unpatch_restores_every_original_by_identity() -> None:
@@ -58,7 +79,7 @@ def test_unpatch_restores_every_original_by_identity() -> None:
 def test_a_failure_part_way_leaves_nothing_applied(monkeypatch) -> None:
     before = snapshot(TARGETS)
 
-    def boom(journal):
+    def boom(journal, exempt):
         raise RuntimeError("install failed half-way")
 
     monkeypatch.setattr(ssm_segments, "install", boom)
@@ -75,7 +96,7 @@ def test_ensure_leaves_the_callers_random_generator_alone() -> None:
     want = mx.random.uniform(shape=(8,)).tolist()
     mx.random.seed(1234)
     status = mamba_cache.ensure_mamba_support()
-    assert "padding reaches Mamba v1's state" in status.detail  # the random-model probe ran
+    assert "mamba: padding reaches the state" in status.detail  # the random-model probes ran
     assert mx.random.uniform(shape=(8,)).tolist() == want
 
 

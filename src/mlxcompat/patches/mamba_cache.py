@@ -6,7 +6,9 @@ parts it needs:
 
 - `segments`: prefill in column segments so padding never enters recurrent state
   (ssm_segments); needed wherever a padded batch differs from its rows run alone, which
-  Mamba v1 (no padding mask at all) does in every release;
+  Mamba v1 (no padding mask at all) does in every release. Per family: a family whose tiny
+  model's padded batches (new prompts, and history with unequal tails) the probe finds
+  exact is left to upstream; every other SSM model is segmented;
 - `batch-cache`: BatchMambaCache through `_make_cache` / `_merge_caches` where the generator
   keeps history but ArraysCache cannot extract or merge;
 - `history-length`: `cache_length` that sees SSM state, where it would drop the history;
@@ -101,6 +103,19 @@ def _plan(forced: bool) -> list[tuple[str, str]]:
     return plan
 
 
+def _install_segments(forced: bool) -> list[str]:
+    """The segmented prefill where a family's padded batches leak, for every family but
+    those whose padded batches the probe found exact (all of them when forced)."""
+    leaks = {} if forced else ssm_probe.padding_leaks()
+    leaking = {f: why for f, why in leaks.items() if why}
+    if not (forced or leaking):
+        return []
+    exact = frozenset(f for f, why in leaks.items() if not why)
+    why = "forced" if forced else "; ".join(f"{f}: {w}" for f, w in leaking.items())
+    but = f", not {', '.join(sorted(exact))} (exact here)" if exact else ""
+    return [ssm_segments.install(_journal, exact) + f" for SSM models{but} ({why})"]
+
+
 _INSTALL = {"batch-cache": _install_batch_cache, "history-length": _install_history_length,
             "arrays-cache": _install_arrays_cache}
 
@@ -116,9 +131,7 @@ def _apply(forced: bool) -> PatchStatus:
         for part, why in _plan(forced):
             done += _INSTALL[part](_journal)
             done[-1] += f" ({why})"
-        leak = ssm_probe.padding_leak() if not forced else "forced"
-        if leak:
-            done.append(ssm_segments.install(_journal) + f" ({leak})")
+        done += _install_segments(forced)
     if not done:
         return PatchStatus(PATCH, "skipped", "batching of SSM caches is exact here")
     return PatchStatus(PATCH, "applied", "patched " + "; ".join(done))

@@ -139,10 +139,18 @@ def _segmented(owner: Any, spans: list[tuple[int, int]], end: int) -> Iterator[N
         owner.model = model
 
 
-def wrap_process_prompts(original: Any) -> Any:
-    """`BatchGenerator._process_prompts` with the model segmented for its prefill."""
+def family_of(model: Any) -> str:
+    """A model's family: the mlx_lm.models module its class comes from (`mamba2`, …)."""
+    return type(model).__module__.rsplit(".", 1)[-1]
+
+
+def wrap_process_prompts(original: Any, exempt: frozenset[str] = frozenset()) -> Any:
+    """`BatchGenerator._process_prompts` with the model segmented for its prefill (models
+    of an `exempt` family go through unchanged)."""
 
     def _process_prompts(self: Any, prompts: Any) -> Any:
+        if family_of(self.model) in exempt:
+            return original(self, prompts)
         with _segmented(self, *spans_of_batch(prompts)):
             return original(self, prompts)
 
@@ -150,12 +158,12 @@ def wrap_process_prompts(original: Any) -> Any:
     return _process_prompts
 
 
-def wrap_prompt(original: Any) -> Any:
+def wrap_prompt(original: Any, exempt: frozenset[str] = frozenset()) -> Any:
     """`PromptProcessingBatch.prompt` with the model segmented: right-padded chunks whose
     rows are real over [0, len) (the last token of each prompt is fed by decoding)."""
 
     def prompt(self: Any, tokens: Any) -> Any:
-        if not tokens:
+        if not tokens or family_of(self.model) in exempt:
             return original(self, tokens)
         lengths = [len(t) for t in tokens]
         with _segmented(self, [(0, n) for n in lengths], max(lengths)):
@@ -165,14 +173,16 @@ def wrap_prompt(original: Any) -> Any:
     return prompt
 
 
-def install(journal: Any) -> str:
-    """Install the segmented prefill on the installed generator; returns what was wrapped."""
+def install(journal: Any, exempt: frozenset[str] = frozenset()) -> str:
+    """Install the segmented prefill on the installed generator for every model but those
+    of the `exempt` families (whose padded batches are exact here); returns what was
+    wrapped."""
     gen = importlib.import_module("mlx_lm.generate")
     batch = getattr(gen, "PromptProcessingBatch", None)
     if batch is not None and "prompt" in vars(batch):
-        journal.replace(batch, "prompt", wrap_prompt(vars(batch)["prompt"]))
+        journal.replace(batch, "prompt", wrap_prompt(vars(batch)["prompt"], exempt))
         return "PromptProcessingBatch.prompt"
     generator = gen.BatchGenerator
     journal.replace(generator, "_process_prompts",
-                    wrap_process_prompts(vars(generator)["_process_prompts"]))
+                    wrap_process_prompts(vars(generator)["_process_prompts"], exempt))
     return "BatchGenerator._process_prompts"
