@@ -175,7 +175,8 @@ def _leak_of(model: Any) -> str:
     """'' when padded batches (new prompts; history with unequal tails) equal each prompt
     alone over STEPS tokens, else what differs."""
     mx.eval(model.parameters())
-    cases = [("new prompts", PROMPTS, None, [list(p) for p in PROMPTS])]
+    cases: list[tuple[str, Any, Any, list[list[int]]]] = [
+        ("new prompts", PROMPTS, None, [list(p) for p in PROMPTS])]
     if history_supported():
         cases.append(("history", TAILS, [_history(model, h) for h in HISTORIES],
                       [h + t for h, t in zip(HISTORIES, TAILS, strict=True)]))
