@@ -48,6 +48,17 @@ def test_stat_snapshots_see_a_write(tmp_path: Path) -> None:
     assert stat_changes(before, stat_files(folders)) == ["mlx_lm/models/deepseek_v3.py"]
 
 
+def test_bytecode_written_by_an_import_is_not_a_write(tmp_path: Path) -> None:
+    """Python writes a module's bytecode through a temporary `.pyc.<id>` file: seen mid-write
+    (another subject importing in the shared venv), it is no file the patch wrote."""
+    cache = tmp_path / "mlx" / "nn" / "__pycache__"
+    cache.mkdir(parents=True)
+    before = stat_files([tmp_path / "mlx"])
+    (cache / "init.cpython-311.pyc.139865303122192").write_bytes(b"partial")
+    (cache / "init.cpython-311.pyc").write_bytes(b"whole")
+    assert stat_changes(before, stat_files([tmp_path / "mlx"])) == []
+
+
 def test_unshare_gives_the_venv_its_own_copy_of_hard_linked_files(tmp_path: Path) -> None:
     site, _ = _site(tmp_path)
     target = site / "mlx_lm/models/deepseek_v3.py"

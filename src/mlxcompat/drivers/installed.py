@@ -99,11 +99,14 @@ def package_folders(names: tuple[str, ...] = WATCHED) -> list[Path]:
 
 
 def stat_files(folders: list[Path]) -> Stat:
-    """(mtime_ns, size) of every file under `folders`: cheap enough to take around each call."""
+    """(mtime_ns, size) of every file under `folders`: cheap enough to take around each call.
+    Bytecode caches are left out, with the temporary files Python writes them through
+    (`__pycache__/x.cpython-311.pyc.<id>`): another subject's first import of a module writes
+    them in the shared venv at any moment, and they are the interpreter's, never a patch's."""
     found: Stat = {}
     for folder in folders:
         for path in folder.rglob("*"):
-            if path.suffix != ".pyc" and path.is_file():
+            if path.suffix != ".pyc" and "__pycache__" not in path.parts and path.is_file():
                 st = path.stat()
                 found[str(path.relative_to(folder.parent))] = (st.st_mtime_ns, st.st_size)
     return found
