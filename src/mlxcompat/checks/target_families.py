@@ -44,21 +44,26 @@ RULES: tuple[tuple[str, Serves], ...] = (
 )
 
 
-def _family_mode(capability: str, key: str) -> tuple[str, str]:
-    """A finding's (family, mode): `mamba2 history` -> (mamba2, history); a finding of a
-    one-family capability (`padded/inner`) -> (capability, key)."""
-    family, _, mode = key.partition(" ")
-    return (family, mode) if mode else (capability, key)
+def _findings(need: NeedRecord, capability: str) -> list[tuple[str, str, str, str]]:
+    """(key, family, mode, state) of a capability's findings that judge a family: a cache's
+    presence (`ssm cache extract/merge`) and families the release lacks (`absent`) do not.
+    `mamba2 history` -> (mamba2, history); a one-family capability's `padded/inner` ->
+    (capability, padded/inner)."""
+    record = need.needs.get(capability)
+    out = []
+    for key, state in (record.findings.items() if record else ()):
+        if key == "ssm cache extract/merge" or state == "absent":
+            continue
+        family, _, mode = key.partition(" ")
+        out.append((key, *((family, mode) if mode else (capability, key)), state))
+    return out
 
 
 def family_needs(need: NeedRecord) -> dict[str, bool]:
     """Per family the need probe tried: whether any of its findings is broken."""
     found: dict[str, bool] = {}
-    for capability, record in need.needs.items():
-        for key, state in record.findings.items():
-            if key == "ssm cache extract/merge" or state == "absent":
-                continue
-            family, _ = _family_mode(capability, key)
+    for capability in need.needs:
+        for _, family, _, state in _findings(need, capability):
             found[family] = found.get(family, False) or state.startswith("broken")
     return found
 
@@ -69,25 +74,18 @@ class TargetNeed:
     covers (or whose findings the probe never recorded)."""
 
     needed: dict[str, list[str]] = field(default_factory=dict)  # target -> broken findings
-    unneeded: dict[str, list[str]] = field(default_factory=dict)  # target -> families served
+    unneeded: dict[str, list[str]] = field(default_factory=dict)  # target -> findings served
     unknown: list[str] = field(default_factory=list)
 
 
 def _served(target: str, need: NeedRecord) -> list[tuple[str, str]] | None:
     """(finding key, state) of every finding the target serves; None: no rule covers it."""
     for pattern, serves in RULES:
-        if not fnmatch.fnmatchcase(target, pattern):
-            continue
-        out = []
-        for capability, families, modes in serves:
-            record = need.needs.get(capability)
-            for key, state in (record.findings.items() if record else ()):
-                family, mode = _family_mode(capability, key)
-                if key == "ssm cache extract/merge" or state == "absent":
-                    continue
-                if (ANY in families or family in families) and (ANY in modes or mode in modes):
-                    out.append((key, state))
-        return out
+        if fnmatch.fnmatchcase(target, pattern):
+            return [(key, state) for capability, families, modes in serves
+                    for key, family, mode, state in _findings(need, capability)
+                    if (ANY in families or family in families)
+                    and (ANY in modes or mode in modes)]
     return None
 
 
