@@ -36,6 +36,7 @@ from mlxcompat.workers import (
     ForkServer,
     Worker,
     bench_cpu,
+    freeze_policy,
     handle,
     kill,
     start_need_probe,
@@ -55,7 +56,16 @@ def _loop(opts: RunOptions, tmp: Path, need: Path | None, events: Events,
           server: ForkServer | None) -> bool:
     """Start, coordinate and collect every subject process; False when time ran out."""
     deadline = time.monotonic() + opts.run.timeout_s
-    turns = TurnOrder()
+    turns = TurnOrder(freeze_policy(opts.device))
+    try:
+        return _coordinate(opts, tmp, need, events, workers, todo, server, deadline, turns)
+    finally:
+        turns.thaw_all()
+
+
+def _coordinate(opts: RunOptions, tmp: Path, need: Path | None, events: Events,
+                workers: dict[str, Worker], todo: list[SubjectSpec], server: ForkServer | None,
+                deadline: float, turns: TurnOrder) -> bool:
     timed_phase = False
     host = next((s for s in todo if s.name == UPSTREAM), None) if need else None
     if need is not None and host is None:

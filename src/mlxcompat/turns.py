@@ -14,6 +14,11 @@ the cell, before its first timed round: on small VMs, processes handing the CPUs
 otherwise run for seconds at a fraction of their speed (measured: 0.42× phases on a 2-vCPU
 machine), which is noise no number of rounds removes. Single-CPU rounds varied by 1-2%.
 
+On a GPU backend the subjects waiting for a turn are frozen (SIGSTOP) while another holds it
+and thawed when granted theirs (`TurnOrder(hold=...)`, see `workers.freeze_policy`): a process
+that merely holds a CUDA context beside a measuring one moved its rounds there (robust CV
+6-26% against 2-6% alone, reports/evidence/gpu/probe-spread.log).
+
 Wire format, one line each: worker -> coordinator `want <label>` / `done <label>`;
 coordinator -> worker `go`.
 """
@@ -21,6 +26,7 @@ coordinator -> worker `go`.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Protocol
 
@@ -92,14 +98,20 @@ class Granted(Protocol):
     to_worker: IO[str] | None
 
 
+Hold = tuple[Callable[[Granted], None], Callable[[Granted], None]]  # (freeze, thaw)
+
+
 class TurnOrder:
     """The coordinator side: one turn at a time, only once every live worker waits, in an
-    order that rotates each cycle (A B C, B C A, …)."""
+    order that rotates each cycle (A B C, B C A, …). With `hold`, every other live worker is
+    frozen while one holds the turn (all of them are waiting then), and thawed when granted."""
 
-    def __init__(self) -> None:
+    def __init__(self, hold: Hold | None = None) -> None:
         self.cycle: list[Granted] = []
         self.current: Granted | None = None
         self.turn = 0
+        self.hold = hold
+        self.frozen: list[Granted] = []
 
     def grant(self, workers: list[Granted], others_running: bool) -> None:
         if self.current is not None or others_running:
@@ -116,6 +128,15 @@ class TurnOrder:
             return
         worker.waiting = ""
         self.current = worker
+        if self.hold is not None:
+            freeze, thaw = self.hold
+            for other in live:
+                if other is not worker and not any(other is f for f in self.frozen):
+                    freeze(other)
+                    self.frozen.append(other)
+            if any(worker is f for f in self.frozen):
+                thaw(worker)
+                self.frozen = [f for f in self.frozen if f is not worker]
         assert worker.to_worker is not None
         worker.to_worker.write("go\n")
         worker.to_worker.flush()
@@ -126,4 +147,13 @@ class TurnOrder:
 
     def gone(self, worker: Granted) -> None:
         self.cycle = [w for w in self.cycle if w is not worker]
+        self.frozen = [f for f in self.frozen if f is not worker]
         self.done(worker)
+
+    def thaw_all(self) -> None:
+        """Thaw every frozen worker (the cell ends, or runs out of time: never leave a
+        process stopped)."""
+        if self.hold is not None:
+            for worker in self.frozen:
+                self.hold[1](worker)
+        self.frozen = []

@@ -20,7 +20,7 @@ from typing import IO, Any
 from mlxcompat.matrix import SubjectSpec
 from mlxcompat.matrix_entries import packaged
 from mlxcompat.spec import RunOptions, SubjectRun
-from mlxcompat.turns import TurnOrder
+from mlxcompat.turns import Hold, TurnOrder
 
 Events = queue.Queue[tuple[str, str, str]]
 NEED_PROBE = "(need probe)"  # the worker name of a need probe in a process of its own
@@ -134,6 +134,24 @@ def bench_cpu(device: str = "cpu") -> int | None:
     return max(os.sched_getaffinity(0))
 
 
+def freeze_policy(device: str = "cpu") -> Hold | None:
+    """How the runner keeps waiting subjects off a measuring one: on a GPU backend it freezes
+    them (SIGSTOP to their process group) for every other subject's turn, since a process
+    holding a CUDA context beside the timed one moved its rounds; on the CPU backend a waiting
+    subject is blocked in a read and costs nothing, so nothing is frozen. MLXCOMPAT_BENCH_FREEZE
+    =0 never freezes, =1 freezes on any backend (to measure what it changes)."""
+    policy = os.environ.get("MLXCOMPAT_BENCH_FREEZE", "auto")
+    if policy == "0" or (policy != "1" and device == "cpu") or not hasattr(signal, "SIGSTOP"):
+        return None
+    return (lambda w: _signal_group(w, signal.SIGSTOP),
+            lambda w: _signal_group(w, signal.SIGCONT))
+
+
+def _signal_group(worker: Any, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(worker.proc.pid, sig)
+
+
 def older_releases(opts: RunOptions) -> set[str]:
     """Family members before the family's newest release: their throughput is not measured
     (the report shows a family by its newest release; the older ones' checks all run)."""
@@ -156,7 +174,8 @@ def _spec(opts: RunOptions, subject: SubjectSpec, part: Path, need: Path | None,
         need_path=str(need) if need else "", hosts_need_probe=hosts_need_probe,
         installs=bool(subject.install),
         install_error=installed.error if installed and not installed.ok else "",
-        turn_ends=turn_ends, bench_cpu=bench_cpu(opts.device))
+        turn_ends=turn_ends, bench_cpu=bench_cpu(opts.device),
+        others_frozen=freeze_policy(opts.device) is not None)
 
 
 def _pump(stream: Any, worker: str, events: Events, kind: str) -> None:

@@ -105,3 +105,24 @@ def test_without_a_channel_every_turn_is_granted() -> None:
     taker = TurnTaker()
     taker.turn("by hand")
     taker.release()
+
+
+def test_with_hold_the_others_are_frozen_for_a_turn_and_thawed_for_their_own() -> None:
+    events: list[str] = []
+    hold = (lambda w: events.append(f"freeze {w.name}"), lambda w: events.append(f"thaw {w.name}"))
+    workers = [FakeWorker("a"), FakeWorker("b"), FakeWorker("c")]
+    order = TurnOrder(hold)  # type: ignore[arg-type]
+    assert _cycle(order, workers) == ["a", "b", "c"]
+    assert events == ["freeze b", "freeze c", "freeze a", "thaw b", "freeze b", "thaw c"]
+    assert [w.name for w in order.frozen] == ["a", "b"]  # type: ignore[attr-defined]
+    workers[0].exited = True
+    order.gone(workers[0])
+    order.thaw_all()
+    assert events[-1:] == ["thaw b"] and order.frozen == []
+
+
+def test_without_hold_nothing_is_frozen() -> None:
+    order = TurnOrder()
+    workers = [FakeWorker("a"), FakeWorker("b")]
+    _cycle(order, workers)
+    assert order.frozen == []

@@ -76,6 +76,7 @@ class MeasuredBench(_Bench):
     peak_memory_mb: float | None = None
     first_round_ratio: float | None = None
     pinned_cpu: int | None = None
+    others_frozen: bool = False  # the cell's other subjects were frozen during its rounds
     overhead: PairedRatio | None = None
 
 

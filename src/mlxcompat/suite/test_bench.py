@@ -92,6 +92,7 @@ def test_throughput(bench_case, registry, mlxcompat_run, turn_taker, benchmark, 
                     watch.shares() if proc_stat else None, calibrated[profile.warmup:],
                     pinned=turn_taker.pinned is not None)
     row.pinned_cpu = turn_taker.pinned
+    row.others_frozen = mlxcompat_run.others_frozen
     benchmark.extra_info.update(gen_tok_s_median=row.gen_tok_s.median, batch=row.batch,
                                 model=row.model, subject=row.subject, dtype=row.dtype,
                                 profile=row.profile)
