@@ -12,7 +12,7 @@ import pytest
 
 from mlxcompat.checks.server import ServerRun, compare_scenario
 from mlxcompat.checks.server_workload import SCENARIOS, Sent, run_workload
-from mlxcompat.drivers.server import Completion, Poster, _logprobs
+from mlxcompat.drivers.server import Completion, Poster, _logprobs, request_timeout_s
 from mlxcompat.models.saved import VOCAB, alphabet, to_ids, to_text
 
 sys.path.insert(0, str(Path(__file__).parent))  # fake_entry_points
@@ -44,6 +44,7 @@ class FakeClient:
 
     def __init__(self) -> None:
         self.bodies: list[dict[str, Any]] = []
+        self.timeouts: set[float] = set()
 
     def _answer(self, body: dict[str, Any]) -> _Response:
         self.bodies.append(body)
@@ -54,10 +55,21 @@ class FakeClient:
         return _Response({"choices": [choice], "usage": {}})
 
     def post(self, url: str, json: dict[str, Any], timeout: float) -> _Response:
+        self.timeouts.add(timeout)
         return self._answer(json)
 
     def stream(self, method: str, url: str, json: dict[str, Any], timeout: float) -> _Response:
+        self.timeouts.add(timeout)
         return self._answer(json)
+
+
+def test_every_request_waits_the_backends_timeout() -> None:
+    """A GPU backend compiles a kernel on its first use: its requests wait longer, the CPU's
+    stay at 15 s, and both the plain and the streamed request use the poster's."""
+    assert request_timeout_s("cpu") == 15.0 < request_timeout_s("gpu")
+    client = FakeClient()
+    run_workload(Poster(client, "http://x", to_ids, request_timeout_s("gpu")), model="/m")
+    assert client.timeouts == {request_timeout_s("gpu")}
 
 
 def test_tokens_are_printable_characters_that_round_trip() -> None:

@@ -106,12 +106,13 @@ def _start(ctx: Context, first: Path, root: Path) -> Session:
         session.error = f"{type(exc).__name__}: {exc}"
     import httpx
 
-    from mlxcompat.drivers.server import Poster
+    from mlxcompat.drivers.server import Poster, request_timeout_s
     from mlxcompat.models.saved import to_ids
 
     session.client = httpx.Client()
-    session.posters = [Poster(session.client, s.url, to_ids) for s in (session.under,
-                                                                       session.alone)]
+    timeout_s = request_timeout_s(_device())
+    session.posters = [Poster(session.client, s.url, to_ids, timeout_s)
+                       for s in (session.under, session.alone)]
     session.applied = session.under.applied
     session.start_s = round(max(session.under.started_s, session.alone.started_s), 3)
     return session

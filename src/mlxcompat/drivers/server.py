@@ -27,6 +27,15 @@ from typing import Any
 
 START_TIMEOUT_S = 120.0
 REQUEST_TIMEOUT_S = 15.0  # a tiny model answers in well under a second, even on a busy CPU
+# On a GPU backend a request's first use of a kernel compiles it first (mlx's CUDA backend
+# JIT-compiles with NVRTC): the first seeded request, the sampler's first use, outlasted 15 s
+# on an H200 with four servers compiling at once (reports/raw/mlx-lm-0.32.2@cuda.json of
+# ebe7633, none and mlxcompat alike). A hang still ends, two minutes later.
+GPU_REQUEST_TIMEOUT_S = 120.0
+
+
+def request_timeout_s(device: str) -> float:
+    return REQUEST_TIMEOUT_S if device == "cpu" else GPU_REQUEST_TIMEOUT_S
 
 
 @cache
@@ -141,14 +150,16 @@ class Poster:
     """`complete` for one server that stops sending once the server is gone (a workload
     against a dead server ends in seconds, not in one timeout per request)."""
 
-    def __init__(self, client: Any, url: str, to_ids: Any) -> None:
+    def __init__(self, client: Any, url: str, to_ids: Any,
+                 timeout_s: float = REQUEST_TIMEOUT_S) -> None:
         self.client, self.url, self.to_ids = client, url, to_ids
+        self.timeout_s = timeout_s
         self.gone = ""
 
     def __call__(self, body: dict[str, Any]) -> Completion:
         if self.gone:
             return Completion([], None, 0.0, error=f"not sent: the server is gone ({self.gone})")
-        got = complete(self.client, self.url, body, self.to_ids)
+        got = complete(self.client, self.url, body, self.to_ids, self.timeout_s)
         if any(mark in got.error for mark in GONE):
             self.gone = got.error[:200]
         return got
@@ -156,7 +167,8 @@ class Poster:
     def stream(self, body: dict[str, Any], after: int) -> Completion:
         if self.gone:
             return Completion([], None, 0.0, error=f"not sent: the server is gone ({self.gone})")
-        return stream_then_cancel(self.client, self.url, body, after, self.to_ids)
+        return stream_then_cancel(self.client, self.url, body, after, self.to_ids,
+                                  self.timeout_s)
 
 
 @dataclass
@@ -184,12 +196,13 @@ def _logprobs(choice: dict[str, Any]) -> tuple[list[int] | None, list[float] | N
     return None, None
 
 
-def complete(client: Any, url: str, body: dict[str, Any], to_ids: Any) -> Completion:
+def complete(client: Any, url: str, body: dict[str, Any], to_ids: Any,
+             timeout_s: float = REQUEST_TIMEOUT_S) -> Completion:
     """POST /v1/completions; token ids from the logprobs where returned, else from the text
     (one character per token)."""
     began = time.perf_counter()
     try:
-        response = client.post(f"{url}/v1/completions", json=body, timeout=REQUEST_TIMEOUT_S)
+        response = client.post(f"{url}/v1/completions", json=body, timeout=timeout_s)
     except Exception as exc:
         return Completion([], None, time.perf_counter() - began,
                           error=f"{type(exc).__name__}: {exc}")
@@ -210,14 +223,14 @@ def complete(client: Any, url: str, body: dict[str, Any], to_ids: Any) -> Comple
 
 
 def stream_then_cancel(client: Any, url: str, body: dict[str, Any], after: int,
-                       to_ids: Any) -> Completion:
+                       to_ids: Any, timeout_s: float = REQUEST_TIMEOUT_S) -> Completion:
     """Stream a completion and close the connection after `after` tokens (a client that
     goes away mid-stream); returns the tokens received."""
     began = time.perf_counter()
     tokens: list[int] = []
     try:
         with client.stream("POST", f"{url}/v1/completions", json={**body, "stream": True},
-                           timeout=REQUEST_TIMEOUT_S) as response:
+                           timeout=timeout_s) as response:
             for line in response.iter_lines():
                 if not line.startswith("data: ") or line == "data: [DONE]":
                     continue
