@@ -7,6 +7,7 @@ over the rows not marked noisy, and by the spread of the calibration loop during
 
     python3 scripts/bench_spread.py                         # the committed matrix
     python3 scripts/bench_spread.py reports/evidence/spread-hog   # measured beside a CPU hog
+    python3 scripts/bench_spread.py reports/raw/mlx-lm-0.32.2@cuda.json   # one cell file
 """
 
 from __future__ import annotations
@@ -30,8 +31,9 @@ def _share(flags: list[bool]) -> str:
 
 
 def rows(folder: Path) -> dict[str, list[MeasuredBench]]:
+    """Measured rows by backend, of every cell JSON in `folder` (or of the one file it is)."""
     found: dict[str, list[MeasuredBench]] = defaultdict(list)
-    for path in sorted(folder.glob("*.json")):
+    for path in ([folder] if folder.is_file() else sorted(folder.glob("*.json"))):
         if ".upstream." in path.name or path.name.endswith(".bench.json"):
             continue
         doc = read_cell(path)
@@ -75,7 +77,8 @@ def _by_machine(backend: str, measured: list[MeasuredBench]) -> list[str]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("folders", nargs="*", type=Path, default=[Path("reports/raw")])
+    parser.add_argument("folders", nargs="*", type=Path, default=[Path("reports/raw")],
+                        help="folders of cell JSONs, or cell JSON files")
     args = parser.parse_args()
     for folder in args.folders:
         print("\n".join(report(folder)))
