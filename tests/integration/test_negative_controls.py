@@ -28,6 +28,7 @@ BROKEN = {
     "upcasts-merge": {"negative": "negative_controls.upcast_merge:apply"},  # dtype-cache
     "lossy-state": {"negative": "negative_controls.lossy_state:apply"},  # prompt-cache
     "wide-filter": {"negative": "negative_controls.wide_filter:apply"},  # shapes
+    "wider-patch": {"mamba": "negative_controls.wide_patch:apply"},  # patch-status: wider
 }
 
 

@@ -47,6 +47,23 @@ def test_applied_where_its_own_probe_sees_a_padding_leak() -> None:
     assert set(leaks) >= {"mamba", "mamba2"}
 
 
+def test_a_history_batch_that_does_not_build_is_never_taken_for_exact(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Building the history caches is part of the probe: when it raises, the family is
+    reported as not running (and so segmented), never as exact and never as a crash."""
+    def broken(model: Any, history: list[int]) -> Any:
+        raise RuntimeError("no history cache here")
+
+    monkeypatch.setattr(ssm_probe, "_history", broken)
+    monkeypatch.setattr(ssm_probe, "history_supported", lambda: True)
+    module = importlib.import_module("mlx_lm.models.mamba2")
+    model = module.Model(module.ModelArgs.from_dict(ssm_probe.TINY["mamba2"]))
+    found = ssm_probe._leak_of(model)
+    if "(new prompts)" not in found:  # an old release fails earlier, on new prompts
+        assert found.startswith("a padded batch (history) does not run (RuntimeError"), found
+    assert "does not run" in found, found
+
+
 def test_segments_leave_an_exempt_family_to_upstream() -> None:
     """A model of a family the probe found exact goes through the original prefill; any
     other SSM model through the segmented one (its owner's model swapped for the call)."""

@@ -57,8 +57,8 @@ def test_a_broken_cache_round_trip_makes_them_needed():
 def test_unmapped_and_unprobed_targets_are_listed_not_judged():
     found = target_needs(["mlx_lm.models.cache:KVCache.filter",
                           "mlx_lm.models.nemotron_h:Mixer._ssm"], NEED)
-    assert found.unknown == ["mlx_lm.models.cache:KVCache.filter",
-                             "mlx_lm.models.nemotron_h:Mixer._ssm"]
+    assert found.unmapped == ["mlx_lm.models.cache:KVCache.filter"]  # no rule covers it
+    assert found.unprobed == ["mlx_lm.models.nemotron_h:Mixer._ssm"]  # no finding recorded
     assert not found.needed and not found.unneeded
 
 

@@ -91,7 +91,8 @@ def run_patch_status(case: Case, ctx: Context) -> ResultRow:
                "changed": row.changed[:20],
                "families": family_needs(record) if record else {},
                "targets_needed": targets.needed, "targets_unneeded": targets.unneeded,
-               "targets_unmapped": targets.unknown[:20]}
+               "targets_unmapped": targets.unmapped[:20],
+               "targets_unprobed": targets.unprobed[:20]}
     return case.row(ctx.subject, verdict, f"{detail}; {row.detail}".strip("; "),
                     metrics=metrics)
 

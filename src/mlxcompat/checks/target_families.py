@@ -4,8 +4,9 @@ The need probe records per capability one finding per family and mode (`mamba2 h
 `glm4v`'s `padded/inner`, …). A subject's patch replaces targets (`module:qualname`); this
 map says which of those findings each target can affect, so that patch-status can flag a
 target replaced where nothing it serves is broken in the cell (a patch wider than the
-release needs). A target outside the map is reported as unmapped: what it serves is not
-known here, so it is listed, never judged.
+release needs). A target outside the map is reported as unmapped (what it serves is not
+known here), and one whose findings the cell's probe never recorded as unprobed (a family
+without a tiny model, say): both are listed, never judged.
 """
 
 from __future__ import annotations
@@ -70,12 +71,13 @@ def family_needs(need: NeedRecord) -> dict[str, bool]:
 
 @dataclass
 class TargetNeed:
-    """Which targets serve a broken finding, which serve only correct ones, which no map
-    covers (or whose findings the probe never recorded)."""
+    """Which targets serve a broken finding, which serve only correct ones, which no rule
+    covers, and which serve only findings the probe never recorded."""
 
     needed: dict[str, list[str]] = field(default_factory=dict)  # target -> broken findings
     unneeded: dict[str, list[str]] = field(default_factory=dict)  # target -> findings served
-    unknown: list[str] = field(default_factory=list)
+    unmapped: list[str] = field(default_factory=list)
+    unprobed: list[str] = field(default_factory=list)
 
 
 def _served(target: str, need: NeedRecord) -> list[tuple[str, str]] | None:
@@ -94,8 +96,11 @@ def target_needs(changed: list[str], need: NeedRecord) -> TargetNeed:
     result = TargetNeed()
     for target in changed:
         served = _served(target, need)
+        if served is None:
+            result.unmapped.append(target)
+            continue
         if not served:
-            result.unknown.append(target)
+            result.unprobed.append(target)
             continue
         broken = [key for key, state in served if state.startswith("broken")]
         if broken:
