@@ -23,6 +23,28 @@ PATHS: tuple[str, ...] = ("inner", "outer")
 
 _POSITION_STATE = ("_rope_deltas", "_position_ids")
 
+# An image of grid (t, h, w) patches occupies t·(h/2)·(w/2) tokens after the 2×2 merge; a grid
+# of unequal sides gives its rows a rope delta of their own (1·4·3 tokens take 4 positions).
+IMAGE_GRID = (1, 8, 6)
+MERGE = 2
+
+
+def image_prompt(before: list[int], after: list[int]) -> list[int]:
+    """Text, then an image (vision start and its placeholder tokens), then text: the tokens
+    `get_rope_index` reads to give the image rows their 3-D positions."""
+    from mlxcompat.models.glm4v import MEDIA_TOKENS
+
+    t, h, w = IMAGE_GRID
+    count = t * (h // MERGE) * (w // MERGE)
+    return [*before, MEDIA_TOKENS["vision_start_token_id"],
+            *[MEDIA_TOKENS["image_token_id"]] * count, *after]
+
+
+def takes_rope_deltas(lm: Any) -> bool:
+    """Whether `LanguageModel.__call__` reads per-row rope deltas from its caller (mlx-vlm
+    0.5.0 on); before, a batching caller can only set the model's own `_rope_deltas`."""
+    return "rope_deltas" in inspect.getsource(inspect.unwrap(type(lm).__call__))
+
 
 def glm4v_language_module() -> ModuleType:
     """`mlx_vlm.models.glm4v_moe.language`, or SkipCheck when this environment lacks it."""
@@ -92,15 +114,23 @@ def _tokens(rows: list[list[int]]) -> Any:
     return mx.array(rows, dtype=mx.int32)
 
 
-def run_single(lm: Any, prompt: list[int], steps: int, path: str) -> list[Any]:
+def run_single(lm: Any, prompt: list[int], steps: int, path: str,
+               grid: tuple[int, ...] | None = None) -> list[Any]:
     """The oracle: one prompt alone with plain KVCaches; last-position logits of each step.
 
-    Step 0 is the prefill, then `steps - 1` greedy decode steps; returns (V,) arrays.
+    Step 0 is the prefill (with its image's grid, if it has one: the model keeps that row's
+    rope delta for the decode steps), then `steps - 1` greedy decode steps; (V,) arrays.
     """
     kv_cls, _ = cache_classes()
     reset_position_state(lm)
     cache = [kv_cls() for _ in lm.model.layers]
-    logits = forward(lm, _tokens([prompt]), cache, path)[0, -1]
+    if grid and path == "inner":
+        return _single_inner_image(lm, prompt, steps, grid, cache)
+    if grid:
+        out = lm(_tokens([prompt]), cache=cache, image_grid_thw=mx.array([grid]))
+        logits = getattr(out, "logits", out)[0, -1]
+    else:
+        logits = forward(lm, _tokens([prompt]), cache, path)[0, -1]
     mx.eval(logits)
     out = [logits]
     for _ in range(steps - 1):
@@ -108,6 +138,22 @@ def run_single(lm: Any, prompt: list[int], steps: int, path: str) -> list[Any]:
         logits = forward(lm, _tokens([[token]]), cache, path)[0, -1]
         mx.eval(logits)
         out.append(logits)
+    return out
+
+
+def _single_inner_image(lm: Any, prompt: list[int], steps: int, grid: tuple[int, ...],
+                        cache: list[Any]) -> list[Any]:
+    """An image prompt alone through the inner model: its positions from the model's own
+    `get_rope_index`, then each decode step at offset plus the row's rope delta."""
+    positions, delta = lm.get_rope_index(_tokens([prompt]), mx.array([grid]), None, None)
+    out = [lm.lm_head(lm.model(_tokens([prompt]), cache=cache, position_ids=positions))[0, -1]]
+    mx.eval(out[-1])
+    for _ in range(steps - 1):
+        at = mx.array(cache[0].offset).reshape(1, 1) + mx.array(delta).reshape(1, 1)
+        positions = mx.broadcast_to(at[None], (3, 1, 1))
+        step = _tokens([[host_int(mx.argmax(out[-1]))]])
+        out.append(lm.lm_head(lm.model(step, cache=cache, position_ids=positions))[0, -1])
+        mx.eval(out[-1])
     return out
 
 
@@ -121,6 +167,7 @@ class BatchRunner:
         self.lm = lm
         self.path = path
         self.cache: list[Any] = []
+        self.deltas: Any = None  # (rows, 1) rope deltas of a batch with images
 
     def _layers(self) -> int:
         return len(self.lm.model.layers)
@@ -145,6 +192,74 @@ class BatchRunner:
         """Feed one token per row."""
         logits = forward(self.lm, _tokens([[t] for t in tokens]), self.cache, self.path)[:, -1]
         mx.eval(logits)
+        return logits
+
+    def prefill_media(self, prompts: list[list[int]],
+                      grids: list[tuple[int, ...] | None]) -> Any:
+        """Left-padded prefill of rows with and without images through the outer model, as
+        mlx-vlm's own batch generator runs it: the image grids and the attention mask (which
+        `get_rope_index` reads) go in, and each row's rope delta is kept for its decode."""
+        self.cache, logits, self.deltas = self._prefill_media(prompts, grids)
+        return logits
+
+    def _prefill_media(self, prompts: list[list[int]], grids: list[tuple[int, ...] | None]
+                       ) -> tuple[list[Any], Any, Any]:
+        _, batch_cls = cache_classes()
+        width = max(len(p) for p in prompts)
+        padding = [width - len(p) for p in prompts]
+        rows = _tokens([[0] * pad + list(p) for pad, p in zip(padding, prompts, strict=True)])
+        attention = mx.array([[0] * pad + [1] * len(p) for pad, p in zip(padding, prompts,
+                                                                         strict=True)])
+        cache = [batch_cls(padding) for _ in range(self._layers())]
+        reset_position_state(self.lm)
+        images = [list(g) for g in grids if g]
+        grid = mx.array(images) if images else None
+        if self.path == "inner":  # the caller's part: the model's own positions, handed in
+            positions, found = self.lm.get_rope_index(rows, grid, None, attention)
+            logits = self.lm.lm_head(self.lm.model(rows, cache=cache,
+                                                   position_ids=positions))[:, -1]
+        else:
+            media = {"image_grid_thw": grid} if images else {}
+            out = self.lm(rows, mask=attention, cache=cache, **media)
+            logits = getattr(out, "logits", out)[:, -1]
+            found = getattr(self.lm, "_rope_deltas", None)
+        deltas = mx.zeros((len(prompts), 1), dtype=mx.int32) if found is None else found
+        if deltas.size != len(prompts):
+            raise RuntimeError(f"get_rope_index gave {deltas.size} rope delta(s) for a batch of "
+                               f"{len(prompts)} rows: this release keeps one delta per batch, "
+                               "so rows with different image layouts cannot share one")
+        deltas = deltas.reshape(len(prompts), 1)
+        mx.eval(logits, deltas)
+        return cache, logits, deltas
+
+    def step_media(self, tokens: list[int]) -> Any:
+        """One token per row, each row at its own offset plus its own rope delta (inner
+        path: those positions handed in; outer: the deltas passed as `rope_deltas` where the
+        release reads them, else set as the model's state)."""
+        step = _tokens([[t] for t in tokens])
+        if self.path == "inner":
+            offsets = mx.array(self.cache[0].offset).reshape(-1, 1)
+            positions = mx.broadcast_to((offsets + self.deltas)[None], (3, len(tokens), 1))
+            logits = self.lm.lm_head(self.lm.model(step, cache=self.cache,
+                                                   position_ids=positions))[:, -1]
+            mx.eval(logits)
+            return logits
+        media: dict[str, Any] = {}
+        if takes_rope_deltas(self.lm):
+            media["rope_deltas"] = self.deltas
+        else:
+            self.lm._rope_deltas = self.deltas
+        out = self.lm(step, cache=self.cache, **media)
+        logits = getattr(out, "logits", out)[:, -1]
+        mx.eval(logits)
+        return logits
+
+    def extend_media(self, prompt: list[int], grid: tuple[int, ...] | None) -> Any:
+        """Prefill a new row (with its image) alone, then append it and its rope delta."""
+        new_cache, logits, deltas = self._prefill_media([prompt], [grid])
+        for layer_cache, other in zip(self.cache, new_cache, strict=True):
+            layer_cache.extend(other)
+        self.deltas = mx.concatenate([self.deltas, deltas], axis=0)
         return logits
 
     def filter(self, keep: list[int]) -> None:

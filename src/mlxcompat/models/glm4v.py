@@ -47,6 +47,11 @@ VISION_CONFIG: dict[str, Any] = {
     "patch_size": 14,
 }
 
+# Media token ids inside the tiny vocabulary (the real ones, 151339…, are beyond it): only
+# `get_rope_index` reads them, when a call carries an image grid (drivers/glm4v.py).
+MEDIA_TOKENS: dict[str, int] = {"image_token_id": 120, "vision_start_token_id": 121,
+                                "video_token_id": 122}
+
 PARAM_STD = 0.2
 
 
@@ -82,7 +87,8 @@ def build_glm4v_language_model(seed: int = 0) -> Any:
     vision = _config(config_mod.VisionConfig, VISION_CONFIG)
     model_config = _config(
         config_mod.ModelConfig,
-        {"text_config": text, "vision_config": vision, "model_type": "glm4v_moe"},
+        {"text_config": text, "vision_config": vision, "model_type": "glm4v_moe",
+         **MEDIA_TOKENS},
     )
     model = language.LanguageModel(text, model_config)
     params = tree_flatten(model.parameters())
