@@ -31,7 +31,7 @@ def test_an_image_takes_its_merged_grid_in_tokens_and_fewer_positions(lm) -> Non
     assert delta.size == 1 and int(delta.reshape(-1)[0]) == -8  # 12 tokens on 4 positions
 
 
-@pytest.mark.parametrize("scenario", GLM4V_IMAGE_SCENARIOS)
+@pytest.mark.parametrize("scenario", [s for s in GLM4V_IMAGE_SCENARIOS if s != "text-masked"])
 def test_both_paths_see_the_same_rows(lm, scenario: str) -> None:
     try:
         inner = run_scenario(lm, scenario, "inner", 1e-4)
@@ -39,6 +39,6 @@ def test_both_paths_see_the_same_rows(lm, scenario: str) -> None:
     except RuntimeError as exc:  # a release that keeps one rope delta per batch
         assert "one delta per batch" in str(exc)
         return
-    assert inner.verdict == outer.verdict
+    assert inner.verdict == outer.verdict, (inner.detail, outer.detail)
     assert inner.delta == pytest.approx(outer.delta, abs=1e-5)
     assert inner.tokens_equal == outer.tokens_equal

@@ -13,6 +13,10 @@ and always builds the padding mask from `cache[0]`. It only steps in for batched
 hands everything to the original body as explicit `position_ids` / `mask`, so single-sequence
 calls stay byte-identical. The outer `LanguageModel.__call__` computes its own text positions
 ignoring the padding; when a probe shows that, a second, equally narrow wrapper is installed.
+It also steps in for a text-only batch prefilled with its (rows, length) attention mask, the
+way a batching caller passes it for image rows: upstream then keeps minus each row's padding
+as its rope delta, which decode adds to offsets that already leave the padding out; ours
+keeps zeros. Calls with image grids or rope deltas go to upstream untouched.
 Each wrapper is installed only where a behavioural probe of the installed code finds it needed.
 
 Threads: the entry points, `unpatch` and the status hold one lock; the first caller applies,
@@ -108,18 +112,33 @@ def _text_only_rope(model: Any) -> bool:
 _MEDIA_KWARGS = ("position_ids", "pixel_values", "image_grid_thw", "video_grid_thw", "rope_deltas")
 
 
+def _attention_only(mask: Any, inputs: Any) -> bool:
+    """No mask, or the (rows, length) attention mask a batching caller passes at prefill."""
+    return mask is None or (getattr(mask, "ndim", 0) == 2 and tuple(mask.shape) == tuple(
+        getattr(inputs, "shape", ())))
+
+
 def _outer_wrapper(original: Any) -> Any:
     @functools.wraps(original)
     def call(self, inputs, inputs_embeds=None, mask=None, cache=None, **kwargs):
-        if (
+        steps_in = (
             _is_batched(cache)
-            and mask is None
+            and _attention_only(mask, inputs)
             and all(kwargs.get(name) is None for name in _MEDIA_KWARGS)
             and _text_only_rope(self)
-        ):
+        )
+        if steps_in:
             length = _sequence_length(inputs, inputs_embeds)
             kwargs["position_ids"] = _row_positions(cache[0].offset, length)
-        return original(self, inputs, inputs_embeds=inputs_embeds, mask=mask, cache=cache, **kwargs)
+        out = original(self, inputs, inputs_embeds=inputs_embeds, mask=mask, cache=cache,
+                       **kwargs)
+        if steps_in and mask is not None and getattr(self, "_rope_deltas", None) is None:
+            import mlx.core as mx
+
+            # Text rows at their own positions need no delta: a caller that keeps the model's
+            # deltas and passes them back at decode gets zeros, not minus each row's padding.
+            self._rope_deltas = mx.zeros((inputs.shape[0], 1), dtype=mx.int32)
+        return out
 
     return call
 

@@ -75,7 +75,13 @@ def inner_is_right(call: Any) -> bool:
 
 
 def outer_is_right(call: Any, language_model: type) -> bool:
-    """LanguageModel.__call__ decodes each padded row one past its own last prefill position."""
+    """LanguageModel.__call__ decodes each padded row one past its own last prefill position:
+    called without a mask, and called the way a batching caller does for image rows (the
+    attention mask at prefill, the rope deltas it left passed back at decode)."""
+    return all(_outer_decodes_on(call, language_model, masked) for masked in (False, True))
+
+
+def _outer_decodes_on(call: Any, language_model: type, masked: bool) -> bool:
     batch = batch_cache_class()
     if batch is None:
         return True
@@ -93,11 +99,15 @@ def outer_is_right(call: Any, language_model: type) -> bool:
         model=inner, lm_head=lambda hidden: hidden)
     model.get_rope_index = lambda *args: outer.get_rope_index(model, *args)
     cache = batch([2, 0])
+    attention = {"mask": mx.array([[0, 0, 1], [1, 1, 1]])} if masked else {}
     try:
-        call(model, mx.zeros((2, 3), dtype=mx.int32), cache=[cache])
+        call(model, mx.zeros((2, 3), dtype=mx.int32), cache=[cache], **attention)
+        deltas = {"rope_deltas": model._rope_deltas} if masked else {}
+        if masked and model._rope_deltas is None:
+            return True  # no deltas kept: a caller has none to pass back
         cache.offset = cache.offset + 3
         cache._idx = 3
-        call(model, mx.zeros((2, 1), dtype=mx.int32), cache=[cache])
+        call(model, mx.zeros((2, 1), dtype=mx.int32), cache=[cache], **deltas)
         prefill, decode = (mx.broadcast_to(p, (3, 2, p.shape[-1])) for p in seen)
         return bool(mx.all(decode[0, :, 0] == prefill[0, :, -1] + 1).item()) and bool(
             (prefill[0, 0, -1] - prefill[0, 1, -1]).item() == -2)
