@@ -29,6 +29,7 @@ BROKEN = {
     "lossy-state": {"negative": "negative_controls.lossy_state:apply"},  # prompt-cache
     "wide-filter": {"negative": "negative_controls.wide_filter:apply"},  # shapes
     "wider-patch": {"mamba": "negative_controls.wide_patch:apply"},  # patch-status: wider
+    "drops-rope-deltas": {"negative": "negative_controls.drop_rope_deltas:apply"},  # glm4v image
 }
 
 
@@ -42,7 +43,8 @@ def _matrix() -> str:
         "settings": {"bench": {"default": "off"}, "timeout_s": 900},
         "backends": {"cpu": {"device": "cpu", "requirement": {"linux": "mlx[cpu]=={v}",
                                                               "darwin": "mlx=={v}"}}},
-        "roles": {"negative": {"targets": ["mlx_lm.models.cache", "mlx_vlm.models.cache"],
+        "roles": {"negative": {"targets": ["mlx_lm.models.cache", "mlx_vlm.models.cache",
+                                           "mlx_vlm.models.glm4v_moe.language"],
                                "checks": ["parity", "glm4v"]}},
         "subjects": subjects,
         "cells": [{"mlx-lm": "0.32.2", "mlx": "0.32.2", "models": ["llama", "mamba2"],
