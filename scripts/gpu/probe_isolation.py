@@ -17,7 +17,6 @@ its thread count, read from /proc.
 
 from __future__ import annotations
 
-import gc
 import os
 import signal
 import subprocess
@@ -26,9 +25,9 @@ import time
 from pathlib import Path
 
 import mlx.core as mx
+from probe_spread import _measure  # the same timed rounds (run from scripts/gpu)
 
-from mlxcompat.bench import bench_prompts, summarise
-from mlxcompat.drivers.bench import time_batched
+from mlxcompat.bench import summarise
 from mlxcompat.models.lm import build_lm
 
 HOLDER = ("import sys, mlx.core as mx; mx.eval(mx.ones(4) + 1); mx.synchronize(); "
@@ -51,17 +50,7 @@ def holder_cost(pid: int, seconds: float = 3.0) -> str:
 
 
 def measure(model, batch: int, tokens: int, rounds: int) -> list[float]:
-    prompts = bench_prompts(batch, 32, "mixed")
-    for _ in range(2):
-        time_batched(model, prompts, tokens)
-    found = []
-    gc.disable()
-    try:
-        for _ in range(rounds):
-            found.append(time_batched(model, prompts, tokens).decode_tok_s)
-    finally:
-        gc.enable()
-    return found
+    return _measure(model, batch, tokens, rounds, clear=False)
 
 
 def main() -> int:
