@@ -6,6 +6,7 @@ Everything here asks the installed release what it does (where a class lives, wh
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib
 import inspect
@@ -43,7 +44,18 @@ def image_prompt(before: list[int], after: list[int]) -> list[int]:
 def takes_rope_deltas(lm: Any) -> bool:
     """Whether `LanguageModel.__call__` reads per-row rope deltas from its caller (mlx-vlm
     0.5.0 on); before, a batching caller can only set the model's own `_rope_deltas`."""
-    return "rope_deltas" in inspect.getsource(inspect.unwrap(type(lm).__call__))
+    call = inspect.unwrap(type(lm).__call__)
+    return _reads_rope_deltas(call)
+
+
+@functools.cache
+def _reads_rope_deltas(call: Any) -> bool:  # the source is read once per body, not per step
+    return "rope_deltas" in inspect.getsource(call)
+
+
+def _inner_at(lm: Any, tokens: Any, cache: list[Any], positions: Any) -> Any:
+    """Logits of the inner GLM4VModel handed explicit positions (the caller's part)."""
+    return lm.lm_head(lm.model(tokens, cache=cache, position_ids=positions))
 
 
 def glm4v_language_module() -> ModuleType:
@@ -146,13 +158,13 @@ def _single_inner_image(lm: Any, prompt: list[int], steps: int, grid: tuple[int,
     """An image prompt alone through the inner model: its positions from the model's own
     `get_rope_index`, then each decode step at offset plus the row's rope delta."""
     positions, delta = lm.get_rope_index(_tokens([prompt]), mx.array([grid]), None, None)
-    out = [lm.lm_head(lm.model(_tokens([prompt]), cache=cache, position_ids=positions))[0, -1]]
+    out = [_inner_at(lm, _tokens([prompt]), cache, positions)[0, -1]]
     mx.eval(out[-1])
     for _ in range(steps - 1):
         at = mx.array(cache[0].offset).reshape(1, 1) + mx.array(delta).reshape(1, 1)
         positions = mx.broadcast_to(at[None], (3, 1, 1))
         step = _tokens([[host_int(mx.argmax(out[-1]))]])
-        out.append(lm.lm_head(lm.model(step, cache=cache, position_ids=positions))[0, -1])
+        out.append(_inner_at(lm, step, cache, positions)[0, -1])
         mx.eval(out[-1])
     return out
 
@@ -172,14 +184,19 @@ class BatchRunner:
     def _layers(self) -> int:
         return len(self.lm.model.layers)
 
-    def _prefill_padded(self, prompts: list[list[int]]) -> tuple[list[Any], Any]:
+    def _left_padded(self, prompts: list[list[int]]) -> tuple[list[int], Any, list[Any]]:
+        """(padding, left-padded token rows, fresh BatchKVCaches), the model's rope state
+        forgotten: the start of every batched prefill."""
         _, batch_cls = cache_classes()
         width = max(len(p) for p in prompts)
         padding = [width - len(p) for p in prompts]
-        rows = [[0] * pad + list(p) for pad, p in zip(padding, prompts, strict=True)]
-        cache = [batch_cls(padding) for _ in range(self._layers())]
+        rows = _tokens([[0] * pad + list(p) for pad, p in zip(padding, prompts, strict=True)])
         reset_position_state(self.lm)
-        logits = forward(self.lm, _tokens(rows), cache, self.path)[:, -1]
+        return padding, rows, [batch_cls(padding) for _ in range(self._layers())]
+
+    def _prefill_padded(self, prompts: list[list[int]]) -> tuple[list[Any], Any]:
+        _, rows, cache = self._left_padded(prompts)
+        logits = forward(self.lm, rows, cache, self.path)[:, -1]
         mx.eval(logits)
         return cache, logits
 
@@ -204,20 +221,14 @@ class BatchRunner:
 
     def _prefill_media(self, prompts: list[list[int]], grids: list[tuple[int, ...] | None]
                        ) -> tuple[list[Any], Any, Any]:
-        _, batch_cls = cache_classes()
-        width = max(len(p) for p in prompts)
-        padding = [width - len(p) for p in prompts]
-        rows = _tokens([[0] * pad + list(p) for pad, p in zip(padding, prompts, strict=True)])
+        padding, rows, cache = self._left_padded(prompts)
         attention = mx.array([[0] * pad + [1] * len(p) for pad, p in zip(padding, prompts,
                                                                          strict=True)])
-        cache = [batch_cls(padding) for _ in range(self._layers())]
-        reset_position_state(self.lm)
         images = [list(g) for g in grids if g]
         grid = mx.array(images) if images else None
         if self.path == "inner":  # the caller's part: the model's own positions, handed in
             positions, found = self.lm.get_rope_index(rows, grid, None, attention)
-            logits = self.lm.lm_head(self.lm.model(rows, cache=cache,
-                                                   position_ids=positions))[:, -1]
+            logits = _inner_at(self.lm, rows, cache, positions)[:, -1]
         else:
             media = {"image_grid_thw": grid} if images else {}
             out = self.lm(rows, mask=attention, cache=cache, **media)
@@ -240,8 +251,7 @@ class BatchRunner:
         if self.path == "inner":
             offsets = mx.array(self.cache[0].offset).reshape(-1, 1)
             positions = mx.broadcast_to((offsets + self.deltas)[None], (3, len(tokens), 1))
-            logits = self.lm.lm_head(self.lm.model(step, cache=self.cache,
-                                                   position_ids=positions))[:, -1]
+            logits = _inner_at(self.lm, step, self.cache, positions)[:, -1]
             mx.eval(logits)
             return logits
         media: dict[str, Any] = {}
