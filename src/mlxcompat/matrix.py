@@ -121,6 +121,13 @@ class Matrix:
             models = tuple(m for m in models if m in runner.models)
         return subjects, models
 
+    def run_checks(self, cell: Cell | None = None) -> tuple[str, ...]:
+        """The checks a run executes when `--checks` names none: the `always` ones, the
+        matrix's `checks:`, then the cell's `extra_checks`."""
+        always = [name for name, spec in CATALOG.items() if spec.always]
+        extra = cell.extra_checks if cell is not None else ()
+        return tuple(dict.fromkeys((*always, *self.checks, *extra)))
+
     def source_dir(self) -> Path:
         """Relative paths in matrix.yaml are relative to its folder."""
         return (self.path.parent if self.path else Path.cwd()).resolve()

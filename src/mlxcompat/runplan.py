@@ -94,10 +94,7 @@ def plan(matrix: Matrix, cell_id: str, args: argparse.Namespace, *, label: str =
                   "model")
     checks = pick(args.checks, (), selectable(), "check")
     if not checks and cell is not None and cell.extra_checks:
-        from mlxcompat.checks.catalog import CATALOG
-
-        always = [name for name, spec in CATALOG.items() if spec.always]
-        checks = list(dict.fromkeys((*always, *matrix.checks, *cell.extra_checks)))
+        checks = list(matrix.run_checks(cell))
     profile = matrix.bench_profile(args.bench or (cell.bench if cell else None) or None)
     chosen = matrix.backend(backend)
     selection: dict[str, Any] = {

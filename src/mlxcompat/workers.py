@@ -160,15 +160,12 @@ def older_releases(opts: RunOptions) -> set[str]:
 
 def _spec(opts: RunOptions, subject: SubjectSpec, part: Path, need: Path | None,
           turn_ends: list[int | str], hosts_need_probe: bool) -> SubjectRun:
-    from mlxcompat.checks.catalog import CATALOG
-
     run = opts.run
     installed = (run.install.subjects if run.install else {}).get(subject.name)
-    always = [name for name, spec in CATALOG.items() if spec.always]
     return SubjectRun.with_registry(
         opts.matrix.registry, cell=run.name, subject=subject.name, out=str(part),
         entry_points=dict(subject.entry_points), models=list(run.models),
-        checks=list(run.checks or (*always, *opts.matrix.checks)), only=dict(run.only),
+        checks=list(run.checks or opts.matrix.run_checks()), only=dict(run.only),
         tolerance=run.tolerance, device=opts.device, force_cpu=list(opts.force_cpu),
         bench=opts.bench if subject.name not in older_releases(opts) else None,
         need_path=str(need) if need else "", hosts_need_probe=hosts_need_probe,

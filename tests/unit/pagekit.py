@@ -87,7 +87,8 @@ def page_cells() -> dict[str, dict[str, Any]]:
                 for subject in SUBJECTS for model in MODELS for mode in PARITY_MODES]
         rows += [_row("cache-contract", model, "", subject, lm)
                  for subject in SUBJECTS for model in ("mamba2", "qwen3_next")]
-        doc = cell(name, lm, rows, bench=[b for s in ("none", "mlxcompat") for b in _bench(s, lm)])
+        doc = cell(name, lm, rows, pad=True, matrix_doc=page_matrix(),
+                   bench=[b for s in ("none", "mlxcompat") for b in _bench(s, lm)])
         if name in RESOLVED:
             doc["env"]["packages"]["mlx"] = "0.32.4"
         docs[name] = doc

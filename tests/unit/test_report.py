@@ -29,7 +29,8 @@ def test_all_expected_is_ok(raw) -> None:
     assert "unexpected: 0" in line
     report = json.loads((out / "compat.json").read_text())
     mamba = next(r for r in report["results"] if r["model"] == "mamba"
-                 and r["cell"] == "mlx-lm-0.32.2")
+                 and r["cell"] == "mlx-lm-0.32.2" and r["subject"] == "mlxcompat"
+                 and r["mode"] == "fresh")
     assert (mamba["outcome"]["expected"], mamba["outcome"]["expectation"],
             mamba["outcome"]["link"]) == (True, 0, "https://example.org/issue")
 
@@ -58,19 +59,31 @@ def test_a_mistyped_key_in_a_cell_json_fails_the_report(raw, capsys) -> None:
     assert "results[0].verdcit: Extra inputs are not permitted" in capsys.readouterr().err
 
 
-def test_a_schema_2_cell_json_is_read_with_its_fields_renamed(raw) -> None:
+def _v2_mode(row: dict) -> str:
+    """Schema 2's one `mode` for what schema 3 keys by mode, role, scenario/path or test."""
+    where = "/".join(p for p in (row.get("scenario"), row.get("path")) if p)
+    return row["mode"] or row.get("role") or where or row.get("test") or ""
+
+
+def test_a_schema_2_cell_json_is_read_with_its_fields_renamed(raw, capsys) -> None:
     doc = json.loads((raw / "mlx-lm-0.32.2.json").read_text())
     old = {**doc, "schema": 2, "install": {"status": "ok", "seconds": 1.5, "log_tail": ""},
-           "results": [{"check": r["check"], "verdict": r["verdict"], "mode": r["mode"],
+           "results": [{"check": r["check"], "verdict": r["verdict"], "mode": _v2_mode(r),
                         "model": r["model"], "subject": r["subject"], "expected": None,
                         "metrics": {"max_abs_delta": r["delta"],
                                     "tokens_equal": r["tokens_equal"]},
-                        "detail": r["detail"], "seconds": 0.1} for r in doc["results"]]}
+                        "detail": r["detail"], "seconds": 0.1} for r in doc["results"]
+                       if r["check"] != "process-state"]}  # a check schema 2 never had
     (raw / "mlx-lm-0.32.2.json").write_text(json.dumps(old))
     code, line, out = _build(raw)
-    assert code == 0, line
+    # read with every field renamed; the only shortfall is the check it predates
+    assert code == 1 and "1 missing" in line, line
+    err = capsys.readouterr().err
+    assert "mlx-lm-0.32.2: 1 case(s) today's harness runs have no row (mlxcompat " \
+        "process-state ×1;" in err, err
     rows = json.loads((out / "compat.json").read_text())["results"]
-    mamba = next(r for r in rows if r["model"] == "mamba" and r["cell"] == "mlx-lm-0.32.2")
+    mamba = next(r for r in rows if r["model"] == "mamba" and r["cell"] == "mlx-lm-0.32.2"
+                 and r["subject"] == "mlxcompat" and r["mode"] == "fresh")
     assert (mamba["delta"], mamba["tokens_equal"]) == (0.019, True)
 
 
@@ -171,7 +184,8 @@ def test_delta_beyond_the_recorded_bound_is_unexpected(raw) -> None:
     code, line, out = _build(raw)
     assert code == 1 and "1 unexpected" in line
     row = next(r for r in json.loads((out / "compat.json").read_text())["results"]
-               if r["model"] == "mamba" and r["cell"] == "mlx-lm-0.32.2")
+               if r["model"] == "mamba" and r["cell"] == "mlx-lm-0.32.2"
+               and r["subject"] == "mlxcompat" and r["mode"] == "fresh")
     assert "beyond the recorded bound 0.05" in row["outcome"]["why"]
 
 
@@ -298,6 +312,39 @@ def test_a_subject_or_model_without_rows_fails_the_report(raw, capsys) -> None:
     assert code == 1 and "missing" in line
     err = capsys.readouterr().err
     assert "mlx-lm-0.32.2: no result for subject mlxcompat" in err
+
+
+def test_a_cell_without_a_case_of_todays_harness_fails_the_report(raw, capsys) -> None:
+    """A file written before a scenario existed (or that lost its rows) reads complete for
+    the run that wrote it; against today's case list it is short, and says which cases."""
+    doc = json.loads((raw / "mlx-lm-0.32.2.json").read_text())
+    doc["harness"] = "mlxcompat 0.1.0 (git old)"
+    doc["results"] = [r for r in doc["results"]
+                      if not (r["check"] == "parity" and r["mode"] == "history-join")]
+    (raw / "mlx-lm-0.32.2.json").write_text(json.dumps(doc))
+    code, line, _ = _build(raw)
+    assert code == 1 and "1 missing" in line, line
+    err = capsys.readouterr().err
+    assert "mlx-lm-0.32.2: 8 case(s) today's harness runs have no row (mlxcompat parity " \
+        "history-join ×4, none parity history-join ×4; run by mlxcompat 0.1.0 (git old))" in err
+    quick = matrix(cells=[{**c, "tags": ["quick"]} for c in matrix()["cells"]])
+    code, line, _ = _build(raw, quick, tag="quick")  # a partial report needs whole cells too
+    assert code == 1 and "1 missing" in line, line
+
+
+def test_a_run_narrowed_by_checks_covers_only_a_partial_report(raw, capsys) -> None:
+    doc = json.loads((raw / "mlx-lm-0.32.2.json").read_text())
+    doc["checks"] = ["install", "import", "parity", "cache-contract", "patch-status",
+                     "idempotence"]  # the run's --checks left out process-state (and glm4v, vlm)
+    doc["results"] = [r for r in doc["results"] if r["check"] != "process-state"]
+    (raw / "mlx-lm-0.32.2.json").write_text(json.dumps(doc))
+    code, line, _ = _build(raw)
+    assert code == 1 and "1 missing" in line, line
+    assert "mlx-lm-0.32.2: the run left out check glm4v, check vlm, check process-state" \
+        in capsys.readouterr().err
+    quick = matrix(cells=[{**c, "tags": ["quick"]} for c in matrix()["cells"]])
+    code, line, _ = _build(raw, quick, tag="quick")
+    assert code == 0, line
 
 
 def test_a_runner_may_declare_what_it_covers(raw) -> None:

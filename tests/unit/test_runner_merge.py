@@ -13,8 +13,10 @@ from mlxcompat.spec import CellRun
 def _opts(*names, previous=None):
     run = CellRun(cell="c", out="c.json", backend="cpu", run_id="r", subjects=list(names),
                   models=["llama"], timeout_s=60, jobs=2)
+    matrix = SimpleNamespace(run_checks=lambda cell=None: ("install", "import", "parity"))
     return SimpleNamespace(run=run, subjects=[SimpleNamespace(name=n) for n in names],
-                           previous=previous, reused=tuple(names) if previous else ())
+                           previous=previous, reused=tuple(names) if previous else (),
+                           matrix=matrix)
 
 
 def _worker(name, code=0, timed_out=False, tail=()):
@@ -51,6 +53,8 @@ def test_complete_subjects_add_nothing():
     doc = _merge({"none": (_worker("none", 1), _part("none", ["pass", "fail"]), None)})
     assert _runs(doc) == [] and doc["complete"] is True
     assert doc["subjects"]["none"]["collected"] == 2
+    # what the run was asked to check is kept, so the report can tell a narrowed run
+    assert doc["checks"] == ["install", "import", "parity"] and doc["only"] == {}
 
 
 @pytest.mark.parametrize(("code", "words"), [

@@ -113,6 +113,10 @@ class CellDoc(Record):
     started: float | None = None
     finished: float | None = None
     reused_by: str = ""
+    # What the run was asked to check (files written before these fields: the cell's defaults),
+    # so the report can tell a narrowed or outdated run from a complete one.
+    checks: list[str] = Field(default_factory=list)
+    only: dict[str, list[str]] = Field(default_factory=dict)
     inputs: Inputs = Field(default_factory=Inputs)
     env: Environment = Field(default_factory=Environment)
     install: InstallRecord = Field(default_factory=InstallRecord)

@@ -1,7 +1,8 @@
 """Read cell JSONs and decide which of them the report may use.
 
 Fails closed: an unreadable, half-written, incomplete or future-schema file is a problem
-line; a matrix cell a runner label should have but does not is a missing line; a file that
+line; a matrix cell a runner label should have but does not, or a cell file without a row for
+every case today's harness runs there (report.coverage), is a missing line; a file that
 belongs to no matrix cell (a `mlxcompat run --cell local` left behind) is listed and ignored,
 never rendered as a column. Every problem and missing cell makes the report exit non-zero.
 """
@@ -16,6 +17,7 @@ from mlxcompat.expectations import PINNED
 from mlxcompat.records.base import RecordError
 from mlxcompat.records.cell import CellDoc, read_cell, read_upstream
 from mlxcompat.records.names import cell_name, split_cell_name
+from mlxcompat.report.coverage import uncovered_cases
 
 
 @dataclass
@@ -137,6 +139,7 @@ def load_cells(raw: Path, matrix: Any = None, tag: str = "",
         assert doc is not None
         if matrix is not None:
             loaded.missing += _uncovered(doc, matrix, cell, label)
+            loaded.missing += uncovered_cases(doc, matrix, cell, label, bool(tag or only))
         loaded.problems += _add_upstream(doc, raw, path.stem)
         loaded.problems += _add_curve(doc, raw, path.stem)
         loaded.cells.append(doc)
