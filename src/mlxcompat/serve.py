@@ -6,9 +6,9 @@ points first, then the server's own `main()`, in one process.
 
 Each entry point is imported by name and called before `mlx_lm.server` is imported (as a
 server's start-up code does); one line `[mlxcompat-serve] {json}` on stderr says what each
-returned or raised. `--no-prompt-cache` makes the server's prompt cache miss on every fetch:
-the reference server, where each request is served alone, never reuses another's cache on a
-release that has no `--prompt-cache-size` flag.
+returned or raised. `--no-prompt-cache` makes the server's prompt cache miss on every fetch
+(`drivers.server.turn_prompt_cache_off`): the reference server, where each request is served
+alone, never reuses another's cache on a release that has no `--prompt-cache-size` flag.
 """
 
 from __future__ import annotations
@@ -30,15 +30,6 @@ def _apply(points: list[str]) -> dict[str, str]:
         except Exception as exc:
             done[role] = f"raised {type(exc).__name__}: {exc}"[:300]
     return done
-
-
-def _no_prompt_cache(server: Any) -> None:
-    cls = server.LRUPromptCache
-
-    def fetch_nearest_cache(self: Any, model: Any, tokens: Any) -> tuple[None, Any]:
-        return None, tokens
-
-    cls.fetch_nearest_cache = fetch_nearest_cache
 
 
 def _end_with_parent() -> None:
@@ -80,7 +71,9 @@ def main(argv: list[str]) -> None:
     print("[mlxcompat-serve] " + json.dumps({"applied": applied}), file=sys.stderr, flush=True)
     server = importlib.import_module("mlx_lm.server")
     if no_cache:
-        _no_prompt_cache(server)
+        from mlxcompat.drivers.server import turn_prompt_cache_off
+
+        turn_prompt_cache_off(server)
     sys.argv = ["mlx_lm.server", *rest]
     server.main()
 

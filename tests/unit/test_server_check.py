@@ -12,7 +12,13 @@ import pytest
 
 from mlxcompat.checks.server import ServerRun, compare_scenario
 from mlxcompat.checks.server_workload import SCENARIOS, Sent, run_workload
-from mlxcompat.drivers.server import Completion, Poster, _logprobs, request_timeout_s
+from mlxcompat.drivers.server import (
+    Completion,
+    Poster,
+    _logprobs,
+    request_timeout_s,
+    turn_prompt_cache_off,
+)
 from mlxcompat.models.saved import VOCAB, alphabet, to_ids, to_text
 
 sys.path.insert(0, str(Path(__file__).parent))  # fake_entry_points
@@ -175,5 +181,21 @@ def test_the_serve_wrapper_applies_entry_points_and_can_turn_the_prompt_cache_of
             return "a cache", tokens[3:]
 
     server = types.SimpleNamespace(LRUPromptCache=LRUPromptCache)
-    serve._no_prompt_cache(server)
+    turn_prompt_cache_off(server)
     assert LRUPromptCache().fetch_nearest_cache("m", [1, 2, 3, 4]) == (None, [1, 2, 3, 4])
+
+    class APIHandler:  # 0.28.0-0.28.3: one cache per handler, kept between requests
+        def __init__(self) -> None:
+            self.tokens: list[int] = [1, 2]
+
+        def reset_prompt_cache(self, prompt: list[int]) -> None:
+            self.tokens = list(prompt)
+
+        def get_prompt_cache(self, prompt: list[int]) -> list[int]:
+            return prompt[len(self.tokens):]
+
+    turn_prompt_cache_off(types.SimpleNamespace(APIHandler=APIHandler))
+    handler = APIHandler()
+    assert handler.get_prompt_cache([1, 2, 3]) == [1, 2, 3] and handler.tokens == [1, 2, 3]
+    with pytest.raises(RuntimeError, match="cannot be turned off"):
+        turn_prompt_cache_off(types.SimpleNamespace())

@@ -55,6 +55,29 @@ def server_flags() -> frozenset[str]:
     return frozenset(re.findall(r"(--[a-z][a-z0-9-]*)", out.getvalue()))
 
 
+def turn_prompt_cache_off(server: Any) -> None:
+    """Make the server module's prompt cache miss on every request, in either of its shapes:
+    the batching server's `LRUPromptCache` (0.28.4+: its nearest-cache fetch finds nothing) or
+    the one-request-at-a-time server of 0.28.0-0.28.3 (`APIHandler.get_prompt_cache`: the
+    handler's one cache is reset for every prompt, as on a change of model)."""
+    if hasattr(server, "LRUPromptCache"):
+        def fetch_nearest_cache(self: Any, model: Any, tokens: Any) -> tuple[None, Any]:
+            return None, tokens
+
+        server.LRUPromptCache.fetch_nearest_cache = fetch_nearest_cache
+        return
+    handler = getattr(server, "APIHandler", None)
+    if handler is None or not hasattr(handler, "get_prompt_cache"):
+        raise RuntimeError("this mlx_lm.server has neither LRUPromptCache nor "
+                           "APIHandler.get_prompt_cache: its prompt cache cannot be turned off")
+
+    def get_prompt_cache(self: Any, prompt: Any) -> Any:
+        self.reset_prompt_cache(prompt)
+        return prompt
+
+    handler.get_prompt_cache = get_prompt_cache
+
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
