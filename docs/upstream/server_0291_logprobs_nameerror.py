@@ -6,8 +6,9 @@ defined, server.py _generate) and the server never answers again. Bare reproduct
 
 The batch loop formats top logprobs with `args` (the request read last, here the one with
 logprobs, which is not batchable and waits for the batch to drain) and an undefined `gen`.
-Seen with 0.29.1: both requests time out and the server log has the NameError. Expected:
-both answered. 0.31.3 keeps `top_logprobs` per request and answers both.
+Seen with 0.29.1, 0.30.0 and 0.30.4: both requests time out and the server log has the
+NameError. Expected: both answered. 0.30.5 and 0.31.3 keep `top_logprobs` per request and
+answer both.
 """
 
 import json
