@@ -92,7 +92,7 @@ def merge_cell(opts: RunOptions, parts: dict[str, Part], need: NeedRecord | None
     run = opts.run
     doc = CellDoc(cell=run.name, run_id=run.run_id, harness=run.harness, started=started,
                   finished=time.time(), inputs=run.inputs,
-                  checks=list(run.checks or opts.matrix.run_checks()), only=dict(run.only or {}))
+                  checks=list(run.checks or opts.matrix.run_checks()), only=dict(run.only))
     bench_json: dict[str, Any] = {}
     for subject in opts.subjects:
         name = subject.name

@@ -50,35 +50,28 @@ def padded(name: str, mlx_lm: str, results: list[dict[str, Any]],
     """`results` plus a row for every other case the catalog lists for this cell of
     `matrix_doc` (the report fails a cell that lacks one, as a real run never does): the
     outcome the matrix expects for it, `pass` where it expects nothing."""
-    from mlxcompat.checks.catalog import SPECS
-    from mlxcompat.checks.spec import Selection
     from mlxcompat.matrix import parse_matrix
     from mlxcompat.records.names import KEYS, split_cell_name
     from mlxcompat.records.rows import ResultRow
+    from mlxcompat.report.coverage import case_key, expected_cases
 
     parsed = parse_matrix(matrix_doc or MATRIX)
     cell_id, label = split_cell_name(name)
     if cell_id not in {c.id for c in parsed.cells}:
         return results
-    subjects, models = parsed.expected(parsed.cell(cell_id), label)
-    fields = ("check", *KEYS)
-    have = {(r["subject"], *(r.get(k, "") for k in fields)) for r in results}
+    have = {(r["subject"], *case_key(ResultRow(**r))) for r in results}
     rows = list(results)
-    for name_ in subjects:
-        spec = parsed.subjects[name_]
-        chosen = Selection(name_, parsed.registry, tuple(models), tuple(spec.entry_points),
-                           bool(spec.install), parsed.run_checks(parsed.cell(cell_id)))
-        for check in SPECS:
-            for case in check.cases(chosen) if check.selectable else ():
-                if (name_, *(getattr(case, k) for k in fields)) in have:
-                    continue
-                keys = {k: getattr(case, k) for k in KEYS}
-                row = ResultRow(check=case.check, subject=name_, verdict="pass", **keys)
-                known = parsed.expectation_for(row, cell_id, {"mlx-lm": mlx_lm})
-                verdict = known.verdict if known else "pass"
-                delta = (known.max_delta or 0.0) / 2 if known and verdict == "fail" else None
-                rows.append(result(case.check, verdict, subject=name_, max_abs_delta=delta,
-                                   tokens_equal=known.tokens_equal if known else None, **keys))
+    for subject, cases in expected_cases(parsed, cell_id, label).items():
+        for case in cases:
+            if (subject, *case_key(case)) in have:
+                continue
+            keys = {k: getattr(case, k) for k in KEYS}
+            row = ResultRow(check=case.check, subject=subject, verdict="pass", **keys)
+            known = parsed.expectation_for(row, cell_id, {"mlx-lm": mlx_lm})
+            verdict = known.verdict if known else "pass"
+            delta = (known.max_delta or 0.0) / 2 if known and verdict == "fail" else None
+            rows.append(result(case.check, verdict, subject=subject, max_abs_delta=delta,
+                               tokens_equal=known.tokens_equal if known else None, **keys))
     return rows
 
 

@@ -16,7 +16,7 @@ from mlxcompat.checks import (
     upstream,
     vlm,
 )
-from mlxcompat.checks.spec import Case, CheckSpec, Context
+from mlxcompat.checks.spec import Case, CheckSpec, Context, Selection
 from mlxcompat.records.rows import ResultRow
 
 
@@ -43,6 +43,12 @@ CATALOG: dict[str, CheckSpec] = {s.name: s for s in SPECS}
 # What matrix.yaml's `checks:` lists by default (the `always` ones run anyway).
 DEFAULT_CHECKS: tuple[str, ...] = tuple(s.name for s in SPECS
                                         if s.selectable and s.default and not s.always)
+
+
+def cases_of(selection: Selection) -> list[Case]:
+    """Every case the selectable checks list for `selection`, in the catalog's order: what a
+    subject's process collects, and what the report holds a cell file to."""
+    return [case for spec in SPECS if spec.selectable for case in spec.cases(selection)]
 
 
 def selectable() -> tuple[str, ...]:

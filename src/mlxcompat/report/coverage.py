@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from mlxcompat.checks.catalog import SPECS
-from mlxcompat.checks.spec import Selection
+from mlxcompat.checks.catalog import cases_of
+from mlxcompat.checks.spec import Case, Selection
 from mlxcompat.records.cell import CellDoc
 from mlxcompat.records.names import KEYS
 
@@ -31,29 +31,38 @@ def narrowed(doc: CellDoc, matrix: Any, cell_id: str) -> list[str]:
     return left
 
 
+def expected_cases(matrix: Any, cell_id: str, label: str, checks: tuple[str, ...] = (),
+                   only: dict[str, list[str]] | None = None) -> dict[str, list[Case]]:
+    """subject -> the cases its process collects in this cell on this runner label, for
+    `checks` (default: the cell's) and the key filters `only`, as the runner selects them."""
+    cell = matrix.cell(cell_id)
+    subjects, models = matrix.expected(cell, label)
+    asked = checks or matrix.run_checks(cell)
+    keys = tuple((k, tuple(v)) for k, v in sorted((only or {}).items()))
+    return {name: cases_of(Selection(name, matrix.registry, tuple(models),
+                                     tuple(matrix.subjects[name].entry_points),
+                                     bool(matrix.subjects[name].install), asked, keys))
+            for name in subjects}
+
+
+def case_key(item: Any) -> tuple[str, ...]:
+    """What identifies a case's row: its check and keys (a Case or a ResultRow)."""
+    return tuple(getattr(item, k) for k in CASE_FIELDS)
+
+
 def lost_cases(doc: CellDoc, matrix: Any, cell_id: str, label: str) -> Counter[str]:
     """'subject check scenario…' -> how many cases of that kind have no row, for the checks
     the run was asked for (a narrowed run is `narrowed`'s business)."""
-    cell = matrix.cell(cell_id)
-    subjects, models = matrix.expected(cell, label)
-    checks = tuple(doc.checks) or matrix.run_checks(cell)
-    only = tuple((k, tuple(v)) for k, v in sorted(doc.only.items()))
     present: dict[str, set[tuple[str, ...]]] = {}
     for row in doc.results:
-        present.setdefault(row.subject, set()).add(tuple(getattr(row, k) for k in CASE_FIELDS))
+        present.setdefault(row.subject, set()).add(case_key(row))
     lost: Counter[str] = Counter()
-    for name in subjects:
-        subject = matrix.subjects[name]
-        chosen = Selection(name, matrix.registry, tuple(models), tuple(subject.entry_points),
-                           bool(subject.install), checks, only)
-        have = present.get(name, set())
-        for spec in SPECS:
-            if not spec.selectable:
-                continue
-            for case in spec.cases(chosen):
-                if tuple(getattr(case, k) for k in CASE_FIELDS) not in have:
-                    what = " ".join(p for p in (case.check, case.scenario or case.mode) if p)
-                    lost[f"{name} {what}"] += 1
+    for name, cases in expected_cases(matrix, cell_id, label, tuple(doc.checks),
+                                      doc.only).items():
+        for case in cases:
+            if case_key(case) not in present.get(name, set()):
+                what = " ".join(p for p in (case.check, case.scenario or case.mode) if p)
+                lost[f"{name} {what}"] += 1
     return lost
 
 

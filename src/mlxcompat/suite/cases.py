@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mlxcompat.checks.catalog import SPECS
+from mlxcompat.checks.catalog import cases_of
 from mlxcompat.checks.spec import Case, Selection
 from mlxcompat.records.names import UPSTREAM
 from mlxcompat.registry import Registry
@@ -39,8 +39,7 @@ def selection(run: SubjectRun, registry: Registry) -> Selection:
 
 def check_cases(run: SubjectRun, registry: Registry) -> list[Case]:
     """Every case this run records, in the catalog's order (the plugin sorts by `order`)."""
-    chosen = selection(run, registry)
-    return [case for spec in SPECS if spec.selectable for case in spec.cases(chosen)]
+    return cases_of(selection(run, registry))
 
 
 SEQUENTIAL_PROMPTS = 2  # one at a time, every prompt of a batch runs at the same rate
