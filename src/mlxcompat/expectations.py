@@ -55,8 +55,11 @@ class Expectation:
                env: Environment | None = None) -> bool:
         """Does this entry speak about `result` of base cell `cell` with these packages?"""
         env = env or Environment()
-        values = {"check": result.check, "subject": result.subject, "cell": cell,
-                  "backend": env.backend, **{k: str(getattr(result, k)) for k in KEYS}}
+        return self.matches(_values(result, cell, env), packages, env)
+
+    def matches(self, values: dict[str, str], packages: dict[str, str],
+                env: Environment) -> bool:
+        """`covers`, with the row's values computed once for every entry (`_values`)."""
         for key, allowed in self.names.items():
             if values[key] not in allowed:
                 return False
@@ -199,8 +202,33 @@ def parse_expectation(raw: Any, i: int, registry: Registry, subjects: tuple[str,
                        tokens_equal, error, device)
 
 
+def _values(result: ResultRow, cell: str, env: Environment) -> dict[str, str]:
+    return {"check": result.check, "subject": result.subject, "cell": cell,
+            "backend": env.backend, **{k: str(getattr(result, k)) for k in KEYS}}
+
+
+_BY_CHECK: dict[int, tuple[tuple[Expectation, ...], dict[str, tuple[Expectation, ...]]]] = {}
+
+
+def _for_check(expectations: tuple[Expectation, ...], check: str) -> tuple[Expectation, ...]:
+    """The entries that can speak about rows of `check`, in file order (a report asks for
+    each of its ~20,000 rows: scanning every entry for each was a third of its time)."""
+    held = _BY_CHECK.get(id(expectations))
+    if held is None or held[0] is not expectations:
+        held = (expectations, {})
+        _BY_CHECK[id(expectations)] = held
+    found = held[1].get(check)
+    if found is None:
+        found = held[1][check] = tuple(e for e in expectations
+                                       if check in e.names.get("check", (check,)))
+    return found
+
+
 def first_covering(expectations: tuple[Expectation, ...], result: ResultRow, cell: str,
                    packages: dict[str, str], env: Environment | None = None
                    ) -> Expectation | None:
     """The first entry that speaks about `result` (specific entries come first in the file)."""
-    return next((e for e in expectations if e.covers(result, cell, packages, env)), None)
+    env = env or Environment()
+    values = _values(result, cell, env)
+    return next((e for e in _for_check(expectations, result.check)
+                 if e.matches(values, packages, env)), None)

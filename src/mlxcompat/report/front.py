@@ -142,11 +142,12 @@ def _subject_page(subject: str, rows: list[ReportRow], columns: list[Column],
                   none_rows: Mapping[tuple[str, About], str], notes: dict[int, int],
                   releases: Releases, installed_lm: str | None) -> SubjectPage:
     mine = [r for r in rows if r.subject == subject]
-    marks = {}
-    for col in columns:
-        here = [r for r in rows if r.cell == col.cell
-                and (r.subject == subject or (r.check == "install" and not r.subject))]
-        marks[col.cell] = mark(here, needs, cells[col.cell])
+    by_cell: dict[str, list[ReportRow]] = {}
+    for r in rows:
+        if r.subject == subject or (r.check == "install" and not r.subject):
+            by_cell.setdefault(r.cell, []).append(r)
+    marks = {col.cell: mark(by_cell.get(col.cell, []), needs, cells[col.cell])
+             for col in columns}
     fixes, breaks = _changes(mine, none_rows) if subject != UPSTREAM else ({}, {})
     return SubjectPage(
         subject, needs, marks, _runs(columns, marks),
