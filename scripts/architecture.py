@@ -48,7 +48,7 @@ TOP_LEVEL_ROOM = {
     "matrix_entries": "matrix", "matrix_schema": "matrix", "families": "matrix",
     "sources": "matrix",
     "bench": "matrix",
-    "plugin": "suite", "subjects": "suite",
+    "plugin": "suite", "subjects": "suite", "footprint": "suite", "borrow": "suite",
     "runner": "runner", "workers": "runner", "forkserver": "runner", "merge": "runner",
     "inputs": "runner", "installs": "runner", "resolve": "runner", "pypi": "runner",
     "hosted": "runner",

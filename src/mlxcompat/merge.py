@@ -5,7 +5,8 @@ collected; a process that exited with anything but 0/1, was killed, ran out of t
 started, wrote an unreadable record or recorded fewer rows than it collected adds one
 `error` row naming the cause and the tail of its output. Reused subjects (`--reuse`) are
 copied from the previous document; a subject that shares another's run (byte-identical entry
-points' modules, `mlxcompat.sharing`) gets that run's rows.
+points' modules, `mlxcompat.sharing`) gets that run's rows, and one whose entry points were
+observed to change nothing gets `none`'s behaviour rows (`mlxcompat.borrow`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mlxcompat.bench import add_overhead
+from mlxcompat.borrow import borrow_rows
 from mlxcompat.records.base import RecordError
 from mlxcompat.records.bench import BenchRow, MeasuredBench, SequentialBench
 from mlxcompat.records.cell import CellDoc, SubjectCounts
@@ -125,6 +127,7 @@ def merge_cell(opts: RunOptions, parts: dict[str, Part], need: NeedRecord | None
                                                metrics={"returncode": part.worker.code}))
         if part.benchmarks:
             bench_json[name] = part.benchmarks
+    borrow_rows(doc)
     share_rows(doc, run.same_as, (s.name for s in opts.subjects if getattr(s, "install", ())))
     doc.env.need = need
     doc.env.jobs = run.jobs

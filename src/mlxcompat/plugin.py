@@ -20,7 +20,7 @@ import pytest
 from mlxcompat.checks.catalog import CATALOG
 from mlxcompat.checks.spec import Case
 from mlxcompat.records.bench import FailedBench
-from mlxcompat.records.cell import CellDoc, Seconds, SubjectCounts
+from mlxcompat.records.cell import Borrowed, CellDoc, Seconds, SubjectCounts
 from mlxcompat.records.files import write_json_atomic
 from mlxcompat.spec import SubjectRun
 from mlxcompat.suite.cases import BenchCase, bench_cases, check_cases
@@ -66,13 +66,38 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     if spec.install_error:
         state.broken = f"subject did not install: {spec.install_error}"
     else:
+        before = _footprint(state) if spec.borrow_from else None
         state.doc.patches = apply_subject(spec.subject, spec.entry_points,
                                           state.registry.roles)
         failed = [p for p in state.doc.patches if p.observed == "error"]
         if failed:
             state.broken = "; ".join(f"entry point {p.role} failed: {p.detail}"
                                      for p in failed)
+        elif before is not None:
+            _decide_borrowing(state, before)
     state.save()
+
+
+def _footprint(state: RunState) -> Any:
+    from mlxcompat import footprint
+
+    targets = [t for role in state.registry.roles.values() for t in role.targets]
+    footprint.prepare([*targets, *footprint.family_modules(state.spec.models)])
+    return footprint.take()
+
+
+def _decide_borrowing(state: RunState, before: Any) -> None:
+    """Borrow `none`'s behaviour rows when nothing the entry points did is observed."""
+    from mlxcompat import footprint
+    from mlxcompat.borrow import why_not
+
+    reasons = why_not(state.doc.patches, footprint.changes(before, footprint.take()))
+    source = state.spec.borrow_from
+    if reasons:
+        state.line(f"runs its own behaviour checks: {'; '.join(reasons[:3])[:300]}")
+    else:
+        state.borrowed = Borrowed(source=source)
+        state.line(f"its entry points changed nothing: behaviour rows are {source}'s")
 
 
 def _params(item: pytest.Item) -> dict[str, Any]:
@@ -91,14 +116,33 @@ def _order(item: pytest.Item) -> int:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Drop the placeholder pytest makes for a test with no case here; order the rest."""
-    if state_of(config) is None:
+    state = state_of(config)
+    if state is None:
         return
     empty = [i for i in items if not any(isinstance(v, Case | BenchCase)
                                          for v in _params(i).values())]
+    if state.borrowed is not None:
+        empty += _borrowed(state.borrowed, items)
     if empty:
         config.hook.pytest_deselected(items=empty)
         items[:] = [i for i in items if i not in empty]
     items.sort(key=_order)
+
+
+def _borrowed(borrowed: Borrowed, items: list[pytest.Item]) -> list[pytest.Item]:
+    """The behaviour cases and timed rounds a borrowing subject does not run (named)."""
+    from mlxcompat.borrow import case_keys
+
+    found = []
+    for item in items:
+        params = _params(item)
+        case = params.get("case")
+        if isinstance(case, Case) and not CATALOG[case.check].runs_when_broken:
+            borrowed.cases.append(case_keys(case))
+            found.append(item)
+        elif isinstance(params.get("bench_case"), BenchCase):
+            found.append(item)
+    return found
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -154,7 +198,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     state.clock["checks"] = time.monotonic()
     counted = [i for i in session.items if isinstance(_params(i).get("case"), Case)]
     state.doc.subjects[state.spec.subject] = SubjectCounts(
-        collected=len(counted), bench_cases=len(session.items) - len(counted))
+        collected=len(counted), bench_cases=len(session.items) - len(counted),
+        borrowed=state.borrowed)
     state.save()
 
 

@@ -42,7 +42,8 @@ def add_selection(run: argparse.ArgumentParser) -> None:
                      help="keep the previous results of subjects whose inputs did not change")
     run.add_argument("--no-share", action="store_true",
                      help="run every release of a family, even those whose entry points' "
-                     "modules are byte-identical to another's")
+                     "modules are byte-identical to another's, and every subject's behaviour "
+                     "checks, even where its entry points changed nothing")
     run.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
 
 
@@ -112,4 +113,5 @@ def plan(matrix: Matrix, cell_id: str, args: argparse.Namespace, *, label: str =
                    harness=harness_identity(),
                    same_as={k: v for k, v in (same_as or {}).items()
                             if k in subjects and v in subjects and not args.no_share},
+                   borrow=not args.no_share,
                    **selection)

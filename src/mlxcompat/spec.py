@@ -60,6 +60,7 @@ class CellRun(_FileRecord):
     harness: str = ""  # the mlxcompat running it (installs.harness_identity)
     # subject -> the subject whose run it shares (byte-identical entry-point modules)
     same_as: dict[str, str] = Field(default_factory=dict)
+    borrow: bool = True  # a subject observed to change nothing takes none's behaviour rows
 
     @property
     def name(self) -> str:
@@ -90,6 +91,9 @@ class SubjectRun(_FileRecord):
     others_frozen: bool = False  # the runner freezes the other subjects during this one's turns
     model_decls: dict[str, dict[str, Any]] = Field(default_factory=dict)
     role_decls: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    # The subject whose behaviour rows this one takes when its entry points are observed to
+    # change nothing ("" : it runs its own; mlxcompat.borrow)
+    borrow_from: str = ""
 
     @classmethod
     def with_registry(cls, registry: Registry, **kwargs: Any) -> SubjectRun:

@@ -19,6 +19,7 @@ from typing import IO, Any
 
 from mlxcompat.matrix import SubjectSpec
 from mlxcompat.matrix_entries import packaged
+from mlxcompat.records.names import UPSTREAM
 from mlxcompat.spec import RunOptions, SubjectRun
 from mlxcompat.turns import Hold, TurnOrder
 
@@ -172,7 +173,9 @@ def _spec(opts: RunOptions, subject: SubjectSpec, part: Path, need: Path | None,
         installs=bool(subject.install),
         install_error=installed.error if installed and not installed.ok else "",
         turn_ends=turn_ends, bench_cpu=bench_cpu(opts.device),
-        others_frozen=freeze_policy(opts.device) is not None)
+        others_frozen=freeze_policy(opts.device) is not None,
+        borrow_from=UPSTREAM if run.borrow and subject.entry_points and subject.name != UPSTREAM
+        and any(s.name == UPSTREAM for s in opts.subjects) else "")
 
 
 def _pump(stream: Any, worker: str, events: Events, kind: str) -> None:

@@ -83,6 +83,15 @@ class Seconds(Record):
     bench: float = 0.0
 
 
+class Borrowed(Record):
+    """The behaviour cases a subject did not run itself: its entry points, observed in its
+    own process, changed nothing, so `source` (`none`) runs the same code (`mlxcompat.borrow`).
+    """
+
+    source: str
+    cases: list[dict[str, str]] = Field(default_factory=list)  # check and keys, "" left out
+
+
 class SubjectCounts(Record):
     collected: int = 0
     bench_cases: int = 0
@@ -93,6 +102,7 @@ class SubjectCounts(Record):
     # Its rows are those of this subject, whose entry points' modules are byte-identical
     # (one run for both; mlxcompat.sharing).
     same_as: str = ""
+    borrowed: Borrowed | None = None
 
 
 class Inputs(Record):

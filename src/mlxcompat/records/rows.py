@@ -56,6 +56,9 @@ class ResultRow(Record):
     metrics: dict[str, Any] = Field(default_factory=dict)  # check-specific details
     seconds: float = 0.0
     reused: bool = False
+    # The subject whose run in this cell measured it, for a subject whose entry points were
+    # observed to change nothing (`mlxcompat.borrow`); "" for a row of its own run.
+    borrowed_from: str = ""
 
     @property
     def about(self) -> About:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from mlxcompat.records.cell import CellDoc
+from mlxcompat.records.cell import Borrowed, CellDoc
 from mlxcompat.records.files import write_json_atomic
 from mlxcompat.records.names import VERDICTS
 from mlxcompat.records.need import NeedRecord
@@ -32,6 +32,7 @@ class RunState:
     group: tuple[str, str] | None = None
     clock: dict[str, float] = field(default_factory=dict)
     need: NeedRecord | None = None
+    borrowed: Borrowed | None = None  # its behaviour rows are another's (mlxcompat.borrow)
 
     def save(self) -> None:
         write_json_atomic(Path(self.spec.out), self.doc.to_json())
