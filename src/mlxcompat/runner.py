@@ -68,6 +68,8 @@ def _coordinate(opts: RunOptions, tmp: Path, need: Path | None, events: Events,
                 deadline: float, turns: TurnOrder) -> bool:
     timed_phase = False
     host = next((s for s in todo if s.name == UPSTREAM), None) if need else None
+    if host is not None:  # first: every other process waits for its need probe
+        todo.sort(key=lambda s: s is not host)
     if need is not None and host is None:
         workers[NEED_PROBE] = start_need_probe(opts, need, events)
     while todo or any(not w.exited for w in workers.values()):

@@ -30,14 +30,23 @@ BROKEN = {
     "wide-filter": {"negative": "negative_controls.wide_filter:apply"},  # shapes
     "wider-patch": {"mamba": "negative_controls.wide_patch:apply"},  # patch-status: wider
     "drops-rope-deltas": {"negative": "negative_controls.drop_rope_deltas:apply"},  # glm4v image
+    # outside every role's targets: must not borrow none's rows (mlx-lm cell only)
+    "hides-patch": {"negative": "negative_controls.hidden_patch:apply"},
 }
+BEHAVIOUR = ("parity", "server", "prompt-cache", "shapes", "dtype-cache", "cache-contract")
+LM_ONLY = {"none": {}, "only-logs": {"install": [str(CONTROLS)], "entry_points": {
+    "negative": "negative_controls.only_logs:apply"}}}
 
 
 def _matrix() -> str:
     subjects = {"mlxcompat": {"entry_points": OURS}}
     for name, eps in BROKEN.items():
         points = {**OURS, **eps} if "mamba" not in eps else {"glm4v": OURS["glm4v"], **eps}
+        if name == "hides-patch":
+            points = eps
         subjects[name] = {"install": [str(CONTROLS)], "entry_points": points}
+    subjects |= LM_ONLY
+    vlm = [s for s in subjects if s not in (*LM_ONLY, "hides-patch")]
     return json.dumps({
         "schema": 3,
         "settings": {"bench": {"default": "off"}, "timeout_s": 900},
@@ -50,7 +59,7 @@ def _matrix() -> str:
         "cells": [{"mlx-lm": "0.32.2", "mlx": "0.32.2", "models": ["llama", "mamba2"],
                    "extra_checks": ["server", "prompt-cache", "shapes", "dtype-cache"]},
                   {"mlx-vlm": "0.7.10", "mlx-lm": "0.32.2", "mlx": "0.32.4",
-                   "models": ["llama", "glm4v_moe"]}],
+                   "models": ["llama", "glm4v_moe"], "subjects": vlm}],
     })
 
 
@@ -82,3 +91,13 @@ def test_every_broken_subject_is_named_and_the_correct_one_stays_green(tmp_path:
     ours = [r for r in report["results"] if r["subject"] == "mlxcompat"]
     assert ours and all(r["verdict"] == "pass" for r in ours), [
         (r["cell"], r["check"], r["mode"], r["detail"]) for r in ours if r["verdict"] != "pass"]
+    # A subject that changed nothing takes none's behaviour rows, named; one that hid its
+    # change outside its role's targets ran its own.
+    logs = [r for r in report["results"] if r["subject"] == "only-logs"]
+    none = {(r["check"], r["model"], r["mode"], r["scenario"], r["dtype"])
+            for r in report["results"] if r["subject"] == "none" and r["check"] != "install"}
+    borrowed = {(r["check"], r["model"], r["mode"], r["scenario"], r["dtype"])
+                for r in logs if r["borrowed_from"] == "none"}
+    assert {k[0] for k in borrowed} == set(BEHAVIOUR) and borrowed == none, borrowed ^ none
+    assert not any(r["borrowed_from"] for r in report["results"]
+                   if r["subject"] == "hides-patch")
