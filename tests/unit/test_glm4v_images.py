@@ -42,3 +42,27 @@ def test_both_paths_see_the_same_rows(lm, scenario: str) -> None:
     assert inner.verdict == outer.verdict, (inner.detail, outer.detail)
     assert inner.delta == pytest.approx(outer.delta, abs=1e-5)
     assert inner.tokens_equal == outer.tokens_equal
+
+
+def test_the_need_probe_records_every_image_scenario_the_check_runs() -> None:
+    """Its findings name each image row kind on its paths, judged by the same comparison
+    the glm4v check makes (so on the installed release they agree with `none`'s rows)."""
+    from mlxcompat.checks.glm4v import glm4v_cases
+    from mlxcompat.checks.need import glm4v
+    from mlxcompat.checks.spec import Selection
+    from mlxcompat.registry import build_registry
+
+    need = glm4v()
+    if not need.findings:
+        pytest.skip(need.why)
+    cases = glm4v_cases(Selection("none", build_registry(), models=("glm4v_moe",)))
+    images = {f"{c.scenario}/{c.path}" for c in cases if c.scenario in GLM4V_IMAGE_SCENARIOS}
+    assert images and images <= set(need.findings)
+    lm = build_glm4v_language_model(0)
+    for key in sorted(images):
+        scenario, _, path = key.partition("/")
+        try:
+            verdict = run_scenario(lm, scenario, path, 1e-4).verdict
+        except RuntimeError:
+            verdict = "error"
+        assert need.findings[key].startswith("correct") == (verdict == "pass"), key

@@ -29,6 +29,11 @@ SSM_MODELS = ("mamba", "mamba2", "qwen3_next", "qwen3_5")
 SSM_MODES = ("fresh", "history", "history-equal")
 # The GLM4V language model, batched on both paths (inner GLM4VModel, outer LanguageModel).
 GLM4V_SCENARIOS = ("padded", "filter", "extend", "merge")
+# Rows that carry an image's rope delta (mixed with text rows, admitted mid-batch) and a text
+# row masked beside an image row, on the paths the glm4v check runs them.
+GLM4V_IMAGE_FINDINGS = (("image-mixed", "inner"), ("image-mixed", "outer"),
+                        ("image-extend", "inner"), ("image-extend", "outer"),
+                        ("text-masked", "outer"))
 TOLERANCE = 1e-4
 
 
@@ -77,7 +82,8 @@ def ssm() -> Need:
 
 
 def glm4v() -> Need:
-    """The tiny GLM4V language model batched (BatchKVCache) against each prompt alone."""
+    """The tiny GLM4V language model batched (BatchKVCache) against each prompt alone: text
+    rows, and rows that carry an image's rope delta."""
     try:
         import mlx_vlm  # noqa: F401
     except ImportError:
@@ -90,14 +96,14 @@ def glm4v() -> Need:
     except SkipCheck as exc:
         return Need(needed=False, why=str(exc))
     findings = {}
-    for path in GLM4V_PATHS:
-        for scenario in GLM4V_SCENARIOS:
-            try:
-                found = run_scenario(lm, scenario, path, TOLERANCE)
-                state = "correct" if found.verdict == "pass" else f"broken: {found.detail}"
-            except Exception as exc:
-                state = f"broken: {describe_exception(exc)}"
-            findings[f"{scenario}/{path}"] = state
+    pairs = [(s, p) for p in GLM4V_PATHS for s in GLM4V_SCENARIOS] + list(GLM4V_IMAGE_FINDINGS)
+    for scenario, path in pairs:
+        try:
+            found = run_scenario(lm, scenario, path, TOLERANCE)
+            state = "correct" if found.verdict == "pass" else f"broken: {found.detail}"
+        except Exception as exc:
+            state = f"broken: {describe_exception(exc)}"
+        findings[f"{scenario}/{path}"] = state
     return _decide(findings, "batched GLM4V decoding differs from single runs",
                    "upstream GLM4V code batches BatchKVCache correctly")
 
