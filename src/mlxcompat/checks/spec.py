@@ -93,15 +93,29 @@ class CheckSpec:
 
 def guarded(case: Case, subject: str, body: Callable[[], ResultRow]) -> ResultRow:
     """Run `body`; SkipCheck becomes `skip`, any other exception `error` with where it
-    was raised, so one broken release never aborts a run."""
+    was raised, so one broken release never aborts a run. An error from mlx's shared kernel
+    cache half written by another process (`drivers.kernel_cache`) runs it once more, and
+    the row keeps the first attempt's error in `metrics.retried_after`."""
+    from mlxcompat.drivers.kernel_cache import RETRY_PAUSE_S, is_half_written
+
     start = time.perf_counter()
-    try:
-        result = body()
-    except SkipCheck as exc:
-        result = case.row(subject, "skip", str(exc))
-    except Exception as exc:
-        result = case.row(subject, "error", describe_exception(exc))
+    result, raised = _attempt(case, subject, body)
+    if result.verdict == "error" and is_half_written(raised):
+        time.sleep(RETRY_PAUSE_S)
+        again, _ = _attempt(case, subject, body)
+        result = again.model_copy(update={"metrics": {**again.metrics,
+                                                      "retried_after": raised[-400:]}})
     return replace_seconds(result, time.perf_counter() - start)
+
+
+def _attempt(case: Case, subject: str, body: Callable[[], ResultRow]) -> tuple[ResultRow, str]:
+    """The row, and the full text of what was raised ('' when nothing was)."""
+    try:
+        return body(), ""
+    except SkipCheck as exc:
+        return case.row(subject, "skip", str(exc)), ""
+    except Exception as exc:
+        return case.row(subject, "error", describe_exception(exc)), f"{exc}"
 
 
 def replace_seconds(row: ResultRow, seconds: float) -> ResultRow:
