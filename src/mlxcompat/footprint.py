@@ -114,3 +114,10 @@ def changes(before: Footprint, after: Footprint) -> list[str]:
 
 
 _GONE = object()
+
+
+def outside(found: list[str], targets: tuple[str, ...]) -> list[str]:
+    """The changes of `changes` beyond these target modules (imports are recorded elsewhere:
+    importing mlx_lm's modules is a patch's job)."""
+    return [line for line in found if not line.startswith("imported ")
+            and (":" not in line or line.partition(":")[0] not in targets)]

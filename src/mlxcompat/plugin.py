@@ -66,14 +66,14 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     if spec.install_error:
         state.broken = f"subject did not install: {spec.install_error}"
     else:
-        before = _footprint(state) if spec.borrow_from else None
+        before = _footprint(state) if spec.entry_points else None
         state.doc.patches = apply_subject(spec.subject, spec.entry_points,
                                           state.registry.roles)
         failed = [p for p in state.doc.patches if p.observed == "error"]
         if failed:
             state.broken = "; ".join(f"entry point {p.role} failed: {p.detail}"
                                      for p in failed)
-        elif before is not None:
+        elif before is not None and spec.borrow_from:
             _decide_borrowing(state, before)
     state.save()
 

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from mlxcompat import footprint
 from mlxcompat.drivers import process_state
 from mlxcompat.drivers.installed import package_folders, stat_changes, stat_files, watch_alone
 from mlxcompat.errors import add_subject_code, describe_exception, short_error
@@ -165,6 +166,7 @@ def _apply_watched(subject: str, role: RoleDecl, entry_point: str) -> PatchRow:
     files = stat_files(folders)
     before = snapshot(role.targets)
     state = process_state.take()
+    wide = footprint.take()
     func, import_error = import_entry_point(entry_point)
     if func is None:
         wrote = stat_changes(files, stat_files(folders))
@@ -175,6 +177,8 @@ def _apply_watched(subject: str, role: RoleDecl, entry_point: str) -> PatchRow:
                         process=process_state.compare(state, process_state.take()))
     returned, raised, log = _call(func)
     row["process"] = process_state.compare(state, process_state.take())
+    row["process"].beyond_targets = footprint.outside(
+        footprint.changes(wide, footprint.take()), role.targets)
     after = snapshot(role.targets)
     replaced = changed(before, after) + _files(stat_changes(files, stat_files(folders)))
     if raised is not None:  # called again: does it now succeed, raise again, change more?

@@ -69,3 +69,10 @@ def touches_process_state():
 
     os.environ["MLXCOMPAT_FAKE_PATCHED"] = "1"
     logging.getLogger().setLevel(logging.CRITICAL)
+
+
+def marks_mlx_core():
+    """A process-wide mark on mlx.core, outside any target (the test removes it)."""
+    import mlx.core as mx
+
+    mx._mlxcompat_fake_shim = True

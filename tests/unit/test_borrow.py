@@ -123,3 +123,14 @@ def test_import_hooks_threads_and_new_modules_are_seen(prepared) -> None:
     assert "import hooks (sys.meta_path / sys.path_hooks) changed" in found
     assert "started 1 thread(s)" in found
     assert f"imported {fresh}" in found
+
+
+def test_a_change_outside_the_role_targets_is_recorded_on_its_process_state(prepared) -> None:
+    """What the entry point changed beyond its role's targets, by module; imports left out."""
+    found = ["mlx_lm.generate:_make_cache rebound or altered",
+             "mlx.core:new_thread_local_stream rebound or altered",
+             "mlx.core:_shim_installed added", "imported mlx_lm.models.mamba2",
+             "started 1 thread(s)"]
+    assert footprint.outside(found, ("mlx_lm.generate", "mlx_lm.models.cache")) == [
+        "mlx.core:new_thread_local_stream rebound or altered", "mlx.core:_shim_installed added",
+        "started 1 thread(s)"]

@@ -66,3 +66,15 @@ def test_our_mamba_patch_keeps_the_servers_seed() -> None:
         from mlxcompat.patches import mamba_cache
 
         mamba_cache.unpatch()
+
+
+def test_a_change_to_mlx_core_outside_the_targets_is_recorded_not_judged() -> None:
+    try:
+        row, result = _row("fake_entry_points:marks_mlx_core")
+    finally:
+        if hasattr(mx, "_mlxcompat_fake_shim"):
+            del mx._mlxcompat_fake_shim
+    assert row.process is not None
+    assert row.process.beyond_targets == ["mlx.core:_mlxcompat_fake_shim added"]
+    assert result.verdict == "pass"
+    assert "outside its role's targets: mlx.core:_mlxcompat_fake_shim added" in result.detail

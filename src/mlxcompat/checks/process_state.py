@@ -2,9 +2,10 @@
 
 Read off what `subjects.apply_entry_point` observed around the entry point's import and
 first call (`drivers/process_state.py`): mlx's random key, the default device and stream,
-the logging configuration and os.environ must be unchanged; the modules it imported are
-recorded beside the verdict. A server that seeds its sampling before applying a patch keeps
-its seed only if this passes.
+the logging configuration and os.environ must be unchanged; the modules it imported, and what
+it changed in mlx, mlx_lm and mlx_vlm outside its role's targets (`footprint`: a process-wide
+shim of an mlx.core function, say), are recorded beside the verdict. A server that seeds its
+sampling before applying a patch keeps its seed only if this passes.
 """
 
 from __future__ import annotations
@@ -24,6 +25,9 @@ def run_process_state(case: Case, ctx: Context) -> ResultRow:
     changes = state.changes()
     metrics = {"record": state.to_json()}
     imported = f"imported {state.modules} modules ({', '.join(state.imported[:8]) or 'none'})"
+    if state.beyond_targets:
+        imported += ("; recorded, outside its role's targets: "
+                     + ", ".join(state.beyond_targets[:6]))
     if changes:
         return case.row(ctx.subject, "fail", "changed " + "; ".join(changes[:6])
                         + f"; {imported}", metrics=metrics)

@@ -37,6 +37,9 @@ class ProcessState(Record):
     environ: list[str] = Field(default_factory=list)  # keys added, removed or changed
     imported: list[str] = Field(default_factory=list)  # top-level packages newly imported
     modules: int = 0  # modules newly imported, all told
+    # Recorded, not judged: what the entry point changed in mlx, mlx_lm or mlx_vlm outside its
+    # role's targets (mlxcompat.footprint), e.g. a process-wide shim of an mlx.core function.
+    beyond_targets: list[str] = Field(default_factory=list)
 
     def changes(self) -> list[str]:
         """Every change a patch must not make, one line each."""
