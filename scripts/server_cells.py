@@ -51,8 +51,8 @@ def main() -> None:
         subjects = {r["subject"] for r in rows}
         seconds = sum(r.get("seconds") or 0 for r in own)
         print(f"{doc['cell']}: {len(subjects)} subjects ({len({r['subject'] for r in own})} "
-              f"served), {dict(sorted(verdicts.items()))}, row seconds {seconds:.0f}, servers "
-              f"dead of the NameError: {len(died)} of {len(subjects)}")
+              f"with rows of their own), {dict(sorted(verdicts.items()))}, row seconds "
+              f"{seconds:.0f}, servers dead of the NameError: {len(died)} of {len(subjects)}")
         ours.update((r["subject"], r["verdict"]) for r in rows if r["subject"] in OURS)
     print("ours:", dict(sorted(ours.items())))
     print(f"subject x cell runs {runs}, shared by same_as {shared}, behaviour borrowed from "
