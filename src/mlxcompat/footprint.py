@@ -101,9 +101,11 @@ def changes(before: Footprint, after: Footprint) -> list[str]:
     found = [f"{k} rebound or altered" for k, v in before.attributes.items()
              if k.partition(":")[0] in after.modules
              and not _same(v, after.attributes.get(k, _GONE))]
-    found += [f"{k} added" for k in after.attributes
-              if k.partition(":")[0] in before.modules and k not in before.attributes]
-    found += [f"imported {m}" for m in sorted(after.modules - before.modules)]
+    fresh = after.modules - before.modules
+    found += [f"{k} added" for k in after.attributes  # a package's new submodule is an import
+              if k.partition(":")[0] in before.modules and k not in before.attributes
+              and k.replace(":", ".", 1) not in fresh]
+    found += [f"imported {m}" for m in sorted(fresh)]
     if before.hooks != after.hooks:
         found.append("import hooks (sys.meta_path / sys.path_hooks) changed")
     if after.threads - before.threads:

@@ -123,6 +123,8 @@ def test_import_hooks_threads_and_new_modules_are_seen(prepared) -> None:
     assert "import hooks (sys.meta_path / sys.path_hooks) changed" in found
     assert "started 1 thread(s)" in found
     assert f"imported {fresh}" in found
+    package, _, name = fresh.rpartition(".")
+    assert f"{package}:{name} added" not in found  # the package's attribute is the import
 
 
 def test_a_change_outside_the_role_targets_is_recorded_on_its_process_state(prepared) -> None:
