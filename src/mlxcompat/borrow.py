@@ -15,11 +15,9 @@ Throughput is not borrowed: it would be `none`'s, measured once. `--no-share` tu
 from __future__ import annotations
 
 from mlxcompat.records.cell import Borrowed, CellDoc
-from mlxcompat.records.names import KEYS
+from mlxcompat.records.names import CASE_FIELDS, case_key
 from mlxcompat.records.patches import PatchRow
 from mlxcompat.records.rows import ResultRow
-
-FIELDS = ("check", *KEYS)
 
 
 def why_not(rows: list[PatchRow], wide: list[str]) -> list[str]:
@@ -41,11 +39,12 @@ def why_not(rows: list[PatchRow], wide: list[str]) -> list[str]:
 
 def case_keys(case: object) -> dict[str, str]:
     """A case's check and keys, the empty ones left out (a Case or a ResultRow)."""
-    return {k: str(getattr(case, k)) for k in FIELDS if getattr(case, k)}
+    return {k: str(getattr(case, k)) for k in CASE_FIELDS if getattr(case, k)}
 
 
 def _key(keys: dict[str, str]) -> tuple[str, ...]:
-    return tuple(keys.get(k, "") for k in FIELDS)
+    """`case_key` of the case these stored keys name."""
+    return tuple(keys.get(k, "") for k in CASE_FIELDS)
 
 
 def borrow_rows(doc: CellDoc) -> None:
@@ -54,7 +53,7 @@ def borrow_rows(doc: CellDoc) -> None:
         borrowed: Borrowed | None = counts.borrowed
         if borrowed is None:
             continue
-        index = {_key(case_keys(r)): r for r in doc.results if r.subject == borrowed.source}
+        index = {case_key(r): r for r in doc.results if r.subject == borrowed.source}
         for keys in borrowed.cases:
             row = index.get(_key(keys))
             if row is None:

@@ -28,6 +28,7 @@ PACKAGES = ("mlx", "mlx_lm", "mlx_vlm")
 DRIVEN = ("mlx_lm.generate", "mlx_lm.models.cache", "mlx_lm.models.base", "mlx_lm.server",
           "mlx_lm.sample_utils", "mlx_lm.tokenizer_utils", "mlx_lm.utils", "mlx.core", "mlx.nn")
 _RUNTIME = ("__dict__", "__weakref__", "__doc__", "__slotnames__", "_abc_impl")
+_GONE = object()
 
 
 @dataclass
@@ -97,7 +98,7 @@ def _same(a: Any, b: Any) -> bool:
 
 
 def changes(before: Footprint, after: Footprint) -> list[str]:
-    """What the entry points changed that a `none` process would not have ('' lines: none)."""
+    """What the entry points changed that a `none` process would not have (empty: nothing)."""
     found = [f"{k} rebound or altered" for k, v in before.attributes.items()
              if k.partition(":")[0] in after.modules
              and not _same(v, after.attributes.get(k, _GONE))]
@@ -113,9 +114,6 @@ def changes(before: Footprint, after: Footprint) -> list[str]:
     if before.tracing != after.tracing:
         found.append("set a trace or profile hook")
     return found
-
-
-_GONE = object()
 
 
 def outside(found: list[str], targets: tuple[str, ...]) -> list[str]:

@@ -144,13 +144,14 @@ def server_run(model: str, ctx: Context) -> tuple[Session, ServerRun]:
         folder = save_tiny(model, root / model)  # SkipCheck where this release lacks it
         if not _LIVE:
             _LIVE.append(_start(ctx, folder, root))
-        session, run = _serve_once(ctx, _LIVE[0], folder)
+        session = _LIVE[0]
+        run = _serve_once(session, folder)
         race = _half_written(session)
         if race:  # the machine's kernel cache, not the release: a fresh pair, once more
             session.stop()
             time.sleep(RETRY_PAUSE_S)
-            _LIVE[0] = _start(ctx, folder, root)
-            session, run = _serve_once(ctx, _LIVE[0], folder)
+            session = _LIVE[0] = _start(ctx, folder, root)
+            run = _serve_once(session, folder)
             run.retried_after = race
         _RUNS[model] = (session, run)
         return session, run
@@ -159,12 +160,11 @@ def server_run(model: str, ctx: Context) -> tuple[Session, ServerRun]:
             stop_servers()
 
 
-def _serve_once(ctx: Context, session: Session, folder: Path) -> tuple[Session, ServerRun]:
+def _serve_once(session: Session, folder: Path) -> ServerRun:
     try:
-        run = ServerRun(error=session.error) if session.error else _serve(session, folder)
+        return ServerRun(error=session.error) if session.error else _serve(session, folder)
     except Exception as exc:
-        run = ServerRun(error=f"{type(exc).__name__}: {exc}")
-    return session, run
+        return ServerRun(error=f"{type(exc).__name__}: {exc}")
 
 
 def _half_written(session: Session) -> str:

@@ -34,6 +34,12 @@ ALL_TESTS = "(all)"
 # Row keys that identify what a result is about, beside cell and subject.
 # `dtype` is "" for float32 (every row before dtypes were checked) and names any other.
 KEYS: tuple[str, ...] = ("model", "mode", "role", "scenario", "path", "test", "dtype")
+CASE_FIELDS: tuple[str, ...] = ("check", *KEYS)  # what identifies a case's row, subject aside
+
+
+def case_key(item: object) -> tuple[str, ...]:
+    """What identifies a case's row: its check and keys (a Case or a ResultRow)."""
+    return tuple(str(getattr(item, k)) for k in CASE_FIELDS)
 
 
 def cell_name(cell: str, label: str = "") -> str:

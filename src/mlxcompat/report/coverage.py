@@ -16,9 +16,8 @@ from typing import Any
 from mlxcompat.checks.catalog import cases_of
 from mlxcompat.checks.spec import Case, Selection
 from mlxcompat.records.cell import CellDoc
-from mlxcompat.records.names import KEYS
+from mlxcompat.records.names import case_key
 
-CASE_FIELDS = ("check", *KEYS)
 SHOWN = 4  # kinds of lost cases named in a missing line before "…"
 
 
@@ -43,11 +42,6 @@ def expected_cases(matrix: Any, cell_id: str, label: str, checks: tuple[str, ...
                                      tuple(matrix.subjects[name].entry_points),
                                      bool(matrix.subjects[name].install), asked, keys))
             for name in subjects}
-
-
-def case_key(item: Any) -> tuple[str, ...]:
-    """What identifies a case's row: its check and keys (a Case or a ResultRow)."""
-    return tuple(getattr(item, k) for k in CASE_FIELDS)
 
 
 def lost_cases(doc: CellDoc, matrix: Any, cell_id: str, label: str) -> Counter[str]:
