@@ -51,6 +51,13 @@ def split_posargs(posargs: list[str]) -> tuple[list[str], list[str]]:
     return run, report
 
 
+def install_only(session: nox.Session) -> bool:
+    """Whether nox runs with `--install-only` (it skips `session.run`, so a session must not
+    clear results it will not write again); nox offers no public flag for it."""
+    config = getattr(getattr(session, "_runner", None), "global_config", None)
+    return bool(getattr(config, "install_only", False))
+
+
 class Sessions:
     """The sessions of one matrix file (see the module docstring)."""
 
@@ -128,10 +135,14 @@ class Sessions:
             if reused:
                 print(f"[mlxcompat] {name}: reused (inputs unchanged since run {reused})")
                 return
-        for stale in (out, out.with_name(f"{stem}.bench.json")):
-            stale.unlink(missing_ok=True)  # a crash must never leave old results standing
         venv = Path(session.virtualenv.location)
         log = venv / "install.log"
+        if install_only(session):  # venvs only: the cell's last results stay as they are
+            log.write_text("")
+            self.install_cell(session, cell, log)
+            return
+        for stale in (out, out.with_name(f"{stem}.bench.json")):
+            stale.unlink(missing_ok=True)  # a crash must never leave old results standing
         log.write_text("")
         install = self.install_cell(session, cell, log)
         print(f"[mlxcompat] {name}: install {'ok' if install.ok else 'failed'} in "
