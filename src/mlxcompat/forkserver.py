@@ -10,14 +10,24 @@ not fork-safe); elsewhere, and with MLXCOMPAT_FORK=0, the runner starts plain pr
 Protocol, one JSON object per line. Requests on stdin: {"argv": [...], "env": {...},
 "out": fifo path}. Answers on stdout: {"pid": n} per request, {"exit": pid, "code": c} when a
 child ends (code < 0: killed by that signal).
+
+The subject processes it forked start their `server` check's servers through it too (most
+of a server's start is the same imports): each connects to the Unix socket named in the
+ready line (`MLXCOMPAT_FORK_SOCKET` in their environment), sends one request with
+"serve": true (the child runs `mlxcompat.serve` with `argv`), and reads the pid and, when
+the server ends, its exit on that connection.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
+import socket
 import sys
+import tempfile
+import traceback
 from typing import IO
 
 PRELOAD = ("numpy", "pytest", "pytest_benchmark.plugin", "yaml", "packaging.version",
@@ -51,15 +61,24 @@ def _child(request: dict) -> None:
     sys.stderr = sys.stdout
     code = 1
     try:
-        import pytest
+        if request.get("serve"):  # as `python -m mlxcompat.serve ARGV` runs it
+            import runpy
 
-        code = int(pytest.main(request["argv"]))
+            sys.argv = ["mlxcompat.serve", *request["argv"]]
+            runpy.run_module("mlxcompat.serve", run_name="__main__", alter_sys=True)
+            code = 0
+        else:
+            import pytest
+
+            code = int(pytest.main(request["argv"]))
+    except BaseException:  # a server's end is its exit code; say why first
+        traceback.print_exc()
     finally:
         sys.stdout.flush()
         os._exit(code)
 
 
-def _reap(answer: IO[str]) -> None:
+def _reap(answer: IO[str], asked: dict[int, socket.socket]) -> None:
     while True:
         try:
             pid, status = os.waitpid(-1, os.WNOHANG)
@@ -67,8 +86,41 @@ def _reap(answer: IO[str]) -> None:
             return
         if pid == 0:
             return
-        code = os.waitstatus_to_exitcode(status)
-        print(json.dumps({"exit": pid, "code": code}), file=answer, flush=True)
+        _tell(answer, asked, pid, os.waitstatus_to_exitcode(status))
+
+
+def _tell(answer: IO[str], asked: dict[int, socket.socket], pid: int, code: int) -> None:
+    """A child's exit to whoever asked for it: a socket client, else the runner."""
+    message = json.dumps({"exit": pid, "code": code}) + "\n"
+    conn = asked.pop(pid, None)
+    if conn is None:
+        answer.write(message)
+        answer.flush()
+        return
+    with contextlib.suppress(OSError):  # the asker is gone; so, soon, is its server
+        conn.sendall(message.encode())
+    conn.close()
+
+
+def _accept(listener: socket.socket, asked: dict[int, socket.socket]) -> None:
+    """One request from a subject process's socket connection: fork, answer the pid."""
+    conn, _ = listener.accept()
+    conn.settimeout(10)
+    try:
+        request = json.loads(conn.makefile("r", encoding="utf-8").readline())
+    except (OSError, ValueError):
+        conn.close()
+        return
+    pid = os.fork()
+    if pid == 0:
+        listener.close()
+        for other in asked.values():
+            other.close()
+        conn.close()
+        _child(request)
+    asked[pid] = conn
+    with contextlib.suppress(OSError):
+        conn.sendall((json.dumps({"pid": pid}) + "\n").encode())
 
 
 def serve() -> None:
@@ -78,12 +130,19 @@ def serve() -> None:
     for attr in LAZY_TRANSFORMERS:
         getattr(transformers, attr, None)
     answer = sys.stdout
-    print(json.dumps({"ready": os.getpid()}), file=answer, flush=True)
+    path = os.path.join(tempfile.mkdtemp(prefix="mlxcompat-fork-"), "socket")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(16)
+    asked: dict[int, socket.socket] = {}
+    print(json.dumps({"ready": os.getpid(), "socket": path}), file=answer, flush=True)
     stdin = sys.stdin
     while True:
-        ready, _, _ = select.select([stdin], [], [], 0.2)
-        _reap(answer)
-        if not ready:
+        ready, _, _ = select.select([stdin, listener], [], [], 0.2)
+        _reap(answer, asked)
+        if listener in ready:
+            _accept(listener, asked)
+        if stdin not in ready:
             continue
         line = stdin.readline()
         if not line:
@@ -91,15 +150,20 @@ def serve() -> None:
         request = json.loads(line)
         pid = os.fork()
         if pid == 0:
+            listener.close()
+            for conn in asked.values():
+                conn.close()
             _child(request)
         print(json.dumps({"pid": pid}), file=answer, flush=True)
+    listener.close()
+    os.unlink(path)
+    os.rmdir(os.path.dirname(path))
     while True:  # stdin closed: wait for the children, then go
         try:
             pid, status = os.waitpid(-1, 0)
         except ChildProcessError:
             break
-        code = os.waitstatus_to_exitcode(status)
-        print(json.dumps({"exit": pid, "code": code}), file=answer, flush=True)
+        _tell(answer, asked, pid, os.waitstatus_to_exitcode(status))
 
 
 if __name__ == "__main__":

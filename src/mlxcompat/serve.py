@@ -34,19 +34,37 @@ def _apply(points: list[str]) -> dict[str, str]:
 
 def _end_with_parent() -> None:
     """Exit when the process that started this server is gone (killed, timed out): a
-    server must never outlive its check."""
+    server must never outlive its check. A server forked by the fork server is not its
+    asker's child: the asker names itself (MLXCOMPAT_SERVE_PARENT)."""
     import os
     import threading
     import time
 
-    parent = os.getppid()
+    parent = int(os.environ.get("MLXCOMPAT_SERVE_PARENT") or os.getppid())
+
+    def alive() -> bool:
+        try:
+            os.kill(parent, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return _not_zombie(parent)  # ended, not yet reaped by its own parent
 
     def watch() -> None:
-        while os.getppid() == parent:
+        while alive():
             time.sleep(1.0)
         os._exit(0)
 
     threading.Thread(target=watch, daemon=True).start()
+
+
+def _not_zombie(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return True  # no /proc (macOS): signal 0 answered, take it as alive
 
 
 def main(argv: list[str]) -> None:

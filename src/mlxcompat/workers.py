@@ -59,6 +59,7 @@ class ForkServer:
         ready = json.loads(self.proc.stdout.readline() or "{}")  # type: ignore[union-attr]
         if "ready" not in ready:
             raise RuntimeError("the fork server did not start")
+        self.socket = str(ready["socket"])  # where its subjects ask for their servers
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self) -> None:
@@ -76,6 +77,7 @@ class ForkServer:
 
     def fork(self, argv: list[str], env: dict[str, str], out: str) -> ForkedProcess:
         with self._lock:
+            env = {**env, "MLXCOMPAT_FORK_SOCKET": self.socket}
             self.proc.stdin.write(json.dumps({"argv": argv, "env": env, "out": out}) + "\n")  # type: ignore[union-attr]
             self.proc.stdin.flush()  # type: ignore[union-attr]
             child = ForkedProcess(self._pids.get(timeout=60))

@@ -55,3 +55,48 @@ def test_children_run_with_their_own_env_and_report_their_exit(tmp_path: Path) -
     assert server.wait(timeout=30) == 0
     assert codes == {"ok": 0, "bad": 1}
     assert "1 passed" in outputs["ok"] and "1 failed" in outputs["bad"]
+
+
+def test_a_subject_process_gets_its_servers_forked_warm(tmp_path: Path,
+                                                        monkeypatch) -> None:
+    """A server asked for over the socket is a real mlx_lm.server (it answers a completion),
+    its output comes back, and its end (SIGTERM) is reported to the one who asked; a server
+    whose asker is gone ends too."""
+    pytest.importorskip("mlx_lm")
+    from mlxcompat.drivers import forked
+    from mlxcompat.drivers.server import Server
+    from mlxcompat.models.saved import save_tiny, to_text
+
+    server = subprocess.Popen([sys.executable, "-m", "mlxcompat.forkserver"],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        ready = json.loads(server.stdout.readline())
+        monkeypatch.setenv(forked.SOCKET_ENV, ready["socket"])
+        folder = save_tiny("llama", tmp_path / "llama")
+        served = Server(folder, {}).start()
+        assert isinstance(served.proc, forked.ForkedServer)
+        assert served.applied == {}  # its `[mlxcompat-serve]` line came through the fifo
+        import httpx
+
+        got = httpx.post(f"{served.url}/v1/completions", timeout=30,
+                         json={"prompt": to_text([1, 2, 3]), "max_tokens": 2})
+        assert got.status_code == 200 and got.json()["choices"][0]["text"]
+        served.stop()
+        assert served.proc.returncode == -15
+
+        asker = subprocess.run(  # starts a server, then ends without stopping it
+            [sys.executable, "-c", "import sys; from pathlib import Path; "
+             "from mlxcompat.drivers.server import Server; "
+             "s = Server(Path(sys.argv[1]), {}).start(); print(s.proc.pid)", str(folder)],
+            capture_output=True, text=True, timeout=120, check=True)
+        orphan = int(asker.stdout.split()[-1])
+        for _ in range(300):  # it looks at its asker once a second
+            if not Path(f"/proc/{orphan}").exists():
+                break
+            import time
+
+            time.sleep(0.1)
+        assert not Path(f"/proc/{orphan}").exists()
+    finally:
+        server.stdin.close()
+        server.wait(timeout=60)

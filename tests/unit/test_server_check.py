@@ -199,3 +199,71 @@ def test_the_serve_wrapper_applies_entry_points_and_can_turn_the_prompt_cache_of
     assert handler.get_prompt_cache([1, 2, 3]) == [1, 2, 3] and handler.tokens == [1, 2, 3]
     with pytest.raises(RuntimeError, match="cannot be turned off"):
         turn_prompt_cache_off(types.SimpleNamespace())
+
+
+class _Process:
+    """A server process that printed `lines` and still runs."""
+
+    def __init__(self, lines: list[str]) -> None:
+        self.stdout = iter(line + "\n" for line in lines)
+        self.returncode = None
+
+    def poll(self) -> None:
+        return None
+
+
+DIED = ['127.0.0.1 - - "POST /v1/completions HTTP/1.1" 200 -',
+        "Exception in thread Thread-2 (_generate):",
+        "Traceback (most recent call last):",
+        '  File "mlx_lm/server.py", line 891, in _generate',
+        "    r.logprobs[r.token].item(),",
+        "TypeError: 'NoneType' object is not subscriptable",
+        '127.0.0.1 - - "GET /health HTTP/1.1" 200 -']
+
+
+def test_a_dead_generation_thread_is_read_from_the_servers_log() -> None:
+    from mlxcompat.drivers.server import Server
+
+    server = Server(Path("/m"), {})
+    server.proc = _Process([*DIED[:1], "Exception in thread Thread-3 (other):"])
+    server._read()
+    assert server.death() == ""  # only the generation thread's end leaves requests hanging
+    server.proc = _Process(DIED[:4])
+    server._read()
+    assert server.death() == ""  # its exception is not printed yet
+    server.proc = _Process(DIED[4:])
+    server._read()
+    assert server.death() == ("its generation thread died: "
+                              "TypeError: 'NoneType' object is not subscriptable")
+
+
+class _HangingClient(FakeClient):
+    """A server that never answers (its generation thread died); released at the end."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        import threading
+
+        self.release = threading.Event()
+
+    def post(self, url: str, json: dict[str, Any], timeout: float) -> _Response:
+        self.release.wait(10)
+        raise TimeoutError("ReadTimeout: timed out")
+
+
+def test_a_request_in_flight_ends_with_the_servers_death_not_its_timeout() -> None:
+    client = _HangingClient()
+    calls = []
+
+    def death() -> str:
+        calls.append(1)
+        return "its generation thread died: TypeError: x" if len(calls) > 3 else ""
+
+    poster = Poster(client, "http://x", to_ids, 15.0, death=death)
+    try:
+        got = poster({"prompt": "ab", "max_tokens": 2})
+        after = poster({"prompt": "cd", "max_tokens": 2})
+    finally:
+        client.release.set()
+    assert got.error == "the server is gone (its generation thread died: TypeError: x)"
+    assert after.error.startswith("not sent: the server is gone (its generation thread died")

@@ -114,7 +114,7 @@ def _start(ctx: Context, first: Path, root: Path) -> Session:
 
     session.client = httpx.Client()
     timeout_s = request_timeout_s(_device())
-    session.posters = [Poster(session.client, s.url, to_ids, timeout_s)
+    session.posters = [Poster(session.client, s.url, to_ids, timeout_s, death=s.death)
                        for s in (session.under, session.alone)]
     session.applied = session.under.applied
     session.start_s = round(max(session.under.started_s, session.alone.started_s), 3)

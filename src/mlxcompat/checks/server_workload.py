@@ -88,8 +88,8 @@ def _seeded(rng: np.random.Generator) -> list[tuple[str, str, dict]]:
             for i, seed in enumerate((5, 9))]
 
 
-def _conversations(post: Callable[[dict], Completion], rng: np.random.Generator
-                   ) -> list[Sent]:
+def _conversations(post: Callable[[dict], Completion], rng: np.random.Generator,
+                   poster: Poster) -> list[Sent]:
     """Two conversations, turn by turn, their requests one after the other (batching is the
     other scenarios' business: sent together, whether two turns shared a prefill depended
     on when the server stored the first turn's cache, and so did the verdict under Mamba
@@ -108,7 +108,8 @@ def _conversations(post: Callable[[dict], Completion], rng: np.random.Generator
         sent += _record("multi-turn", [f"conv{k}-turn{turn}" for k in range(2)], bodies, got)
         if turn == 1:
             histories = [h + g.tokens for h, g in zip(histories, got[:2], strict=True)]
-        time.sleep(TURN_PAUSE_S)  # a user reads the answer; the server stores its cache
+        if not poster.gone:
+            time.sleep(TURN_PAUSE_S)  # a user reads the answer; the server stores its cache
     return sent
 
 
@@ -155,7 +156,7 @@ def run_workload(poster: Poster, model: str, seed: int = 0) -> Workload:
         bodies = [item[2] for item in group]
         got = _together(post, bodies)
         out.sent += _record(group[0][0], [item[1] for item in group], bodies, got)
-    out.sent += _conversations(post, rng)
+    out.sent += _conversations(post, rng, poster)
     prompt = _draw(rng, 20)
     body = {**_body(prompt, 40, logprobs=False), "model": model}
     cut = poster.stream(body, CANCEL_AFTER)

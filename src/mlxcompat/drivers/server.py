@@ -20,10 +20,13 @@ import subprocess
 import sys
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any
+
+from mlxcompat.drivers import forked
 
 START_TIMEOUT_S = 120.0
 REQUEST_TIMEOUT_S = 15.0  # a tiny model answers in well under a second, even on a busy CPU
@@ -98,6 +101,7 @@ class Server:
     log: deque[str] = field(default_factory=lambda: deque(maxlen=400))
     applied: dict[str, str] = field(default_factory=dict)
     started_s: float = 0.0
+    dying: list[str] = field(default_factory=list)  # the generation thread's traceback
 
     @property
     def url(self) -> str:
@@ -117,8 +121,12 @@ class Server:
         for flag, value in self.flags.items():
             argv += [flag, str(value)]
         began = time.perf_counter()
-        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                     text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+        env = {**os.environ, "HF_HUB_OFFLINE": "1", "MLXCOMPAT_SERVE_PARENT": str(os.getpid())}
+        if forked.available():  # warm: the cell's fork server has done the slow imports
+            self.proc = forked.ForkedServer(argv[3:], env)
+        else:
+            self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE,
+                                         stderr=subprocess.STDOUT, text=True, env=env)
         threading.Thread(target=self._read, daemon=True).start()
         self._wait_ready()
         self.started_s = time.perf_counter() - began
@@ -130,7 +138,22 @@ class Server:
             if line.startswith("[mlxcompat-serve] "):
                 self.applied = json.loads(line.removeprefix("[mlxcompat-serve] "))["applied"]
             elif line.strip():
+                if 0 < len(self.dying) < 200 or (line.startswith("Exception in thread")
+                                                 and "(_generate)" in line):
+                    self.dying.append(line)
                 self.log.append(line)
+
+    def death(self) -> str:
+        """Why the server can answer no more ('' while it can): its process ended, or its
+        generation thread (`_generate`) raised, after which 0.28.4-0.31.3 leave every
+        request unanswered. The traceback's last line names the exception; '' until it
+        has been read."""
+        if self.proc is not None and self.proc.poll() is not None:
+            return f"the server exited with {self.proc.returncode}"
+        last = next((line for line in self.dying[1:] if line[:1] not in (" ", "\t", "")
+                     and not line.startswith(("Traceback", "During handling", "The above"))),
+                    "")
+        return f"its generation thread died: {last}" if last else ""
 
     def _wait_ready(self) -> None:
         import httpx
@@ -167,31 +190,57 @@ class Server:
 # Errors after which a server is taken as gone: later requests are not sent (0.31.3 never
 # answers once its generation thread died; 0.32.2 answers 404 "generation thread died").
 GONE = ("Timeout", "ConnectError", "RemoteProtocolError", "generation thread died")
+WATCH_S = 0.05  # how often a request in flight looks at the server's death
 
 
 class Poster:
     """`complete` for one server that stops sending once the server is gone (a workload
-    against a dead server ends in seconds, not in one timeout per request)."""
+    against a dead server ends in seconds, not in one timeout per request). With `death`
+    (`Server.death`) a request in flight ends as soon as the server can no longer answer
+    it, naming why, instead of at its timeout."""
 
     def __init__(self, client: Any, url: str, to_ids: Any,
-                 timeout_s: float = REQUEST_TIMEOUT_S) -> None:
+                 timeout_s: float = REQUEST_TIMEOUT_S,
+                 death: Callable[[], str] | None = None) -> None:
         self.client, self.url, self.to_ids = client, url, to_ids
         self.timeout_s = timeout_s
+        self.death = death
         self.gone = ""
 
     def __call__(self, body: dict[str, Any]) -> Completion:
+        return self._send(lambda: complete(self.client, self.url, body, self.to_ids,
+                                           self.timeout_s))
+
+    def stream(self, body: dict[str, Any], after: int) -> Completion:
+        return self._send(lambda: stream_then_cancel(self.client, self.url, body, after,
+                                                     self.to_ids, self.timeout_s))
+
+    def _send(self, request: Callable[[], Completion]) -> Completion:
         if self.gone:
             return Completion([], None, 0.0, error=f"not sent: the server is gone ({self.gone})")
-        got = complete(self.client, self.url, body, self.to_ids, self.timeout_s)
-        if any(mark in got.error for mark in GONE):
+        got = request() if self.death is None else self._watched(request, self.death)
+        if not self.gone and any(mark in got.error for mark in GONE):
             self.gone = got.error[:200]
         return got
 
-    def stream(self, body: dict[str, Any], after: int) -> Completion:
-        if self.gone:
-            return Completion([], None, 0.0, error=f"not sent: the server is gone ({self.gone})")
-        return stream_then_cancel(self.client, self.url, body, after, self.to_ids,
-                                  self.timeout_s)
+    def _watched(self, request: Callable[[], Completion], death: Callable[[], str]
+                 ) -> Completion:
+        """The request in a thread of its own, watched for the server's death (the thread
+        ends when the server is stopped, or at its timeout)."""
+        import threading
+
+        began = time.perf_counter()
+        found: list[Completion] = []
+        sender = threading.Thread(target=lambda: found.append(request()), daemon=True)
+        sender.start()
+        while sender.is_alive():
+            sender.join(WATCH_S)
+            why = "" if found else death()
+            if why:
+                self.gone = why[:200]
+                return Completion([], None, time.perf_counter() - began,
+                                  error=f"the server is gone ({why[:300]})")
+        return found[0]
 
 
 @dataclass

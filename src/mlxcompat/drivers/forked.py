@@ -1,0 +1,86 @@
+"""A `server` check's server forked warm by the cell's fork server (`mlxcompat.forkserver`),
+with the slice of `subprocess.Popen` that `drivers.server.Server` uses.
+
+Starting `mlx_lm.server` cold costs ~3 CPU-s on this machine's CPUs, over 2 s of it importing
+transformers, huggingface_hub and numpy (`python -X importtime -c "import mlx_lm.server"`);
+the fork server has imported those once, and nothing of mlx. The child then runs
+`mlxcompat.serve` as a fresh process would: the subject's entry points first, then
+`mlx_lm.server`. Used where the subject process was itself forked (`MLXCOMPAT_FORK_SOCKET`
+in its environment); elsewhere servers start as plain processes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+SOCKET_ENV = "MLXCOMPAT_FORK_SOCKET"
+
+
+def available() -> bool:
+    return bool(os.environ.get(SOCKET_ENV)) and os.environ.get("MLXCOMPAT_FORK", "1") != "0"
+
+
+class ForkedServer:
+    """A server forked for this process: its output through a fifo, its exit through the
+    connection that asked for it."""
+
+    def __init__(self, argv: list[str], env: dict[str, str]) -> None:
+        self._folder = Path(tempfile.mkdtemp(prefix="mlxcompat-served-"))
+        self._out = self._folder / "out"
+        os.mkfifo(self._out)
+        self.returncode: int | None = None
+        self._ended = threading.Event()
+        self._conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._conn.connect(os.environ[SOCKET_ENV])
+        request = {"argv": argv, "env": env, "out": str(self._out), "serve": True}
+        self._conn.sendall((json.dumps(request) + "\n").encode())
+        self._answers = self._conn.makefile("r", encoding="utf-8")
+        line = self._answers.readline()
+        if not line:
+            raise RuntimeError("the fork server did not fork a server")
+        self.pid = int(json.loads(line)["pid"])
+        threading.Thread(target=self._wait_exit, daemon=True).start()
+
+    @property
+    def stdout(self) -> Iterator[str]:
+        """The server's output lines (stdout and stderr), until it ends."""
+        with open(self._out, encoding="utf-8", errors="replace") as stream:
+            yield from stream
+
+    def _wait_exit(self) -> None:
+        line = ""
+        with contextlib.suppress(OSError):
+            line = self._answers.readline()
+        self.returncode = int(json.loads(line)["code"]) if line else -9
+        self._ended.set()
+        self._conn.close()
+        self._out.unlink(missing_ok=True)
+        self._folder.rmdir()
+
+    def poll(self) -> int | None:
+        return self.returncode
+
+    def _signal(self, sig: int) -> None:
+        if self.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, sig)
+
+    def terminate(self) -> None:
+        self._signal(signal.SIGTERM)
+
+    def kill(self) -> None:
+        self._signal(signal.SIGKILL)
+
+    def wait(self, timeout: float | None = None) -> int:
+        if not self._ended.wait(timeout):
+            raise subprocess.TimeoutExpired("forked server", timeout or 0)
+        return int(self.returncode if self.returncode is not None else -9)
