@@ -88,7 +88,11 @@ def test_the_workload_is_bounded_and_covers_every_scenario() -> None:
     client = FakeClient()
     work = run_workload(Poster(client, "http://x", to_ids), model="/m")
     assert {s.scenario for s in work.sent} == set(SCENARIOS)
-    assert len(client.bodies) == len(work.sent) <= 30
+    warm, *sent = client.bodies  # the model is loaded before the first group is sent
+    assert len(sent) == len(work.sent) <= 30 and sorted(b["prompt"] for b in sent) == sorted(
+        s.body["prompt"] for s in work.sent)
+    blocker = next(s.body["prompt"] for s in work.sent if s.name == "shared-prefix-blocker")
+    assert blocker.startswith(warm["prompt"]) and len(warm["prompt"]) < len(blocker)
     assert all(b["max_tokens"] <= 40 and b["model"] == "/m" for b in client.bodies)
     assert max(len(b["prompt"]) for b in client.bodies) >= 256  # longer than the prefill step
     turns = {s.name: s for s in work.sent if s.scenario == "multi-turn"}
@@ -235,6 +239,21 @@ def test_a_dead_generation_thread_is_read_from_the_servers_log() -> None:
     server._read()
     assert server.death() == ("its generation thread died: "
                               "TypeError: 'NoneType' object is not subscriptable")
+
+
+def test_an_error_ignored_in_a_del_amid_the_traceback_is_not_the_threads() -> None:
+    """0.31.2 under vllm-mlx 0.6.0's old patch: a BatchGenerator's `__del__` fails while the
+    thread's IndexError is printed; the thread died of the IndexError."""
+    from mlxcompat.drivers.server import Server
+
+    server = Server(Path("/m"), {})
+    server.proc = _Process([*DIED[1:4], "Exception ignored in: <function BatchGenerator.__del__>",
+                            "Traceback (most recent call last):",
+                            '  File "mlx_lm/generate.py", line 1548, in close',
+                            "AttributeError: 'BatchGenerator' object has no attribute 'x'",
+                            "IndexError: list index out of range"])
+    server._read()
+    assert server.death() == "its generation thread died: IndexError: list index out of range"
 
 
 class _HangingClient(FakeClient):

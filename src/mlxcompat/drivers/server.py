@@ -87,6 +87,24 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def _raised(traceback: list[str]) -> str:
+    """The exception line of a traceback's lines ('' until printed). An unraisable error
+    printed in the middle of it (a `__del__` run by the garbage collector while the thread's
+    traceback is being written: "Exception ignored in: …" and its own traceback) is skipped."""
+    ignored = False
+    for line in traceback:
+        if line[:1] in (" ", "\t", "") or line.startswith(
+                ("Traceback", "During handling", "The above")):
+            continue
+        if line.startswith("Exception ignored in"):
+            ignored = True
+        elif ignored:
+            ignored = False  # the ignored error's own exception line
+        else:
+            return line
+    return ""
+
+
 @dataclass
 class Server:
     """One server process serving one model folder; `stop()` ends it (and only it)."""
@@ -150,9 +168,7 @@ class Server:
         has been read."""
         if self.proc is not None and self.proc.poll() is not None:
             return f"the server exited with {self.proc.returncode}"
-        last = next((line for line in self.dying[1:] if line[:1] not in (" ", "\t", "")
-                     and not line.startswith(("Traceback", "During handling", "The above"))),
-                    "")
+        last = _raised(self.dying[1:])
         return f"its generation thread died: {last}" if last else ""
 
     def _wait_ready(self) -> None:
