@@ -5,9 +5,11 @@ Both folders of cell JSONs are read as typed records (schema 2 is migrated on re
 keyed by (cell document, check, model, mode, role, scenario, path, test, subject), and for each
 key in both runs the verdict, |Δ| and tokens-equal flag are compared. Rows only in the second
 run are new checks, models or cells; rows only in the first run vanished, and fail the
-comparison, as does any difference.
+comparison, as does any difference. `--metrics` compares the named entries of the rows'
+metrics as well (e.g. `cached_tokens`: the server rows' prompt-cache hits, request by request).
 
     python3 scripts/compare_runs.py /work/before/reports/raw reports/raw
+    python3 scripts/compare_runs.py /tmp/old/reports/raw reports/raw --metrics cached_tokens
 """
 
 from __future__ import annotations
@@ -36,8 +38,9 @@ def rows(folder: Path) -> dict[Key, ResultRow]:
     return found
 
 
-def same(a: ResultRow, b: ResultRow) -> bool:
-    return (a.verdict, a.delta, a.tokens_equal) == (b.verdict, b.delta, b.tokens_equal)
+def same(a: ResultRow, b: ResultRow, metrics: list[str]) -> bool:
+    return (a.verdict, a.delta, a.tokens_equal, *(a.metrics.get(m) for m in metrics)) == \
+        (b.verdict, b.delta, b.tokens_equal, *(b.metrics.get(m) for m in metrics))
 
 
 def main() -> int:
@@ -46,20 +49,27 @@ def main() -> int:
     parser.add_argument("first", type=Path)
     parser.add_argument("second", type=Path)
     parser.add_argument("--show", type=int, default=20, help="differences listed")
+    parser.add_argument("--metrics", nargs="*", default=[],
+                        help="entries of the rows' metrics compared as well")
     args = parser.parse_args()
     a, b = rows(args.first), rows(args.second)
     both = [k for k in a if k in b]
-    differ = [k for k in both if not same(a[k], b[k])]
+    differ = [k for k in both if not same(a[k], b[k], args.metrics)]
+    compared = sum(1 for k in both if any(m in a[k].metrics for m in args.metrics))
     vanished = [k for k in a if k not in b]
     new = Counter(k[0] for k in b if k not in a)
     print(f"{args.first}: {len(a)} rows; {args.second}: {len(b)} rows")
-    print(f"in both: {len(both)}; verdict, |Δ| and tokens-equal identical: "
-          f"{len(both) - len(differ)}; different: {len(differ)}")
+    what = ", ".join(["verdict", "|Δ|", "tokens-equal", *args.metrics])
+    print(f"in both: {len(both)}; {what} identical: {len(both) - len(differ)}; "
+          f"different: {len(differ)}" + (f" ({compared} rows have {', '.join(args.metrics)})"
+                                         if args.metrics else ""))
     print(f"only in the first (vanished): {len(vanished)}; only in the second (new): "
           f"{sum(new.values())} ({', '.join(f'{c} {n}' for c, n in new.most_common(8))})")
     for k in differ[: args.show]:
         print(f"  differs: {' '.join(p for p in k if p)}: {a[k].verdict} {a[k].delta} -> "
-              f"{b[k].verdict} {b[k].delta}")
+              f"{b[k].verdict} {b[k].delta}" + "".join(
+                  f"; {m} {a[k].metrics.get(m)} -> {b[k].metrics.get(m)}" for m in args.metrics
+                  if a[k].metrics.get(m) != b[k].metrics.get(m)))
     for k in vanished[: args.show]:
         print(f"  vanished: {' '.join(p for p in k if p)}")
     return 1 if differ or vanished else 0
