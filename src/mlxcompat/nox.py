@@ -8,7 +8,8 @@ registers `matrix` (one session per cell, tagged as in matrix.yaml), `drift` and
 (run after the cells), `releases`, `bisect` and `canary` (mlxcompat.canary); this repository's
 noxfile too. Every list of releases comes from the matrix. Environment: MLXCOMPAT_MATRIX,
 MLXCOMPAT_RAW, MLXCOMPAT_LABEL (runner label: files become <cell>@<label>.json),
-MLXCOMPAT_BACKEND, MLXCOMPAT_HARNESS (how cells install mlxcompat), MLXCOMPAT_SKIP_REPORT=1.
+MLXCOMPAT_BACKEND, MLXCOMPAT_HARNESS (how cells install mlxcompat), MLXCOMPAT_SKIP_REPORT=1,
+MLXCOMPAT_BYTECODE=0 (keep PYTHONDONTWRITEBYTECODE as set: mlxcompat.bytecode).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any
 
 import nox
 
+from mlxcompat.bytecode import keep_bytecode
 from mlxcompat.canary import register_canary
 from mlxcompat.cell_install import pip_install
 from mlxcompat.installs import harness_requirement, resolution_target
@@ -217,6 +219,7 @@ def sessions(matrix: str | Path = "matrix.yaml", raw: str | Path = "reports/raw"
              python: str | None = None) -> Sessions:
     """Register the mlxcompat sessions for `matrix` in the calling noxfile."""
     s = Sessions(matrix, raw, python)
+    keep_bytecode(Path(".nox", "pycache"))  # every session's processes (mlxcompat.bytecode)
     nox.options.default_venv_backend = "uv|virtualenv"
     nox.options.reuse_venv = "yes"
     nox.options.sessions = ["matrix", "drift", "report"]
