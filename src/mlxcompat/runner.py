@@ -25,7 +25,7 @@ from mlxcompat import forkserver
 from mlxcompat.matrix import SubjectSpec
 from mlxcompat.merge import Part, merge_cell
 from mlxcompat.records.cell import CellDoc
-from mlxcompat.records.files import write_json_atomic
+from mlxcompat.records.files import read_document, write_json_atomic
 from mlxcompat.records.names import UPSTREAM
 from mlxcompat.records.need import NeedRecord
 from mlxcompat.spec import RunOptions
@@ -132,7 +132,7 @@ def run_cell(opts: RunOptions) -> CellDoc:
                 server.close()
         record = _need_record(need) if need else None
         workers.pop(NEED_PROBE, None)
-        parts = {name: Part(w, _read_json(w.part), _read_json(w.part.with_suffix(".bench.json")))
+        parts = {name: Part(w, read_document(w.part), _read_json(w.part.with_suffix(".bench.json")))
                  for name, w in workers.items()}
         doc, benchmarks = merge_cell(opts, parts, record, started)
     bench_out = opts.out.with_name(opts.out.name.removesuffix(".json") + ".bench.json")

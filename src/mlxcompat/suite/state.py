@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from mlxcompat.records.cell import Borrowed, CellDoc
-from mlxcompat.records.files import write_json_atomic
+from mlxcompat.records.files import append_row, rows_journal, write_json_atomic
 from mlxcompat.records.names import VERDICTS
 from mlxcompat.records.need import NeedRecord
 from mlxcompat.records.rows import ResultRow
@@ -33,6 +33,7 @@ class RunState:
     clock: dict[str, float] = field(default_factory=dict)
     need: NeedRecord | None = None
     borrowed: Borrowed | None = None  # its behaviour rows are another's (mlxcompat.borrow)
+    journal: Any = None  # the rows file (records.files.read_document reads both)
 
     def save(self) -> None:
         write_json_atomic(Path(self.spec.out), self.doc.to_json())
@@ -41,7 +42,11 @@ class RunState:
         print(f"\n[mlxcompat] {self.spec.cell} {self.spec.subject}: {text}", flush=True)
 
     def append(self, item: pytest.Item, result: ResultRow) -> None:
-        """Record one row of `item` and rewrite the document (a crash keeps what ran)."""
+        """Record one row of `item`: appended to the rows journal at once (a crash keeps what
+        ran); the whole document is rewritten when its (check, model) group ends."""
+        if self.journal is None:
+            self.journal = rows_journal(Path(self.spec.out)).open("w", encoding="utf-8")
+        append_row(self.journal, result.model_dump(by_alias=True))
         self.doc.results.append(result)
         item.stash[RECORDED] = True
         group = (result.check, result.model)
@@ -50,12 +55,12 @@ class RunState:
         self.group = group
         self.counts.setdefault(group, Counter())[result.verdict] += 1
         self.total[result.verdict] += 1
-        self.save()
 
     def flush_group(self) -> None:
         """One progress line per finished (check, model) group, with running totals."""
         if self.group is None:
             return
+        self.save()
         check, model = self.group
         self.line(f"{check} {model or '-'}: {_counts(self.counts[self.group])} | total "
                   f"{_counts(self.total)}")
