@@ -286,3 +286,71 @@ def test_a_request_in_flight_ends_with_the_servers_death_not_its_timeout() -> No
         client.release.set()
     assert got.error == "the server is gone (its generation thread died: TypeError: x)"
     assert after.error.startswith("not sent: the server is gone (its generation thread died")
+
+
+def test_the_replay_serves_a_repeated_request_once_and_retries_a_failed_one() -> None:
+    """The blocker goes out once per group in the workload; alone (one request at a time, no
+    prompt cache) it is one computation, so it is served once and every copy compares
+    against that answer. A request that failed alone is sent again, never reused."""
+    from mlxcompat.checks.server_workload import replay_alone
+
+    client = FakeClient()
+    work = run_workload(Poster(client, "http://x", to_ids), model="/m")
+    blockers = [s for s in work.sent if s.name.endswith("-blocker")]
+    assert len(blockers) == 3 and len({json.dumps(s.body, sort_keys=True) for s in blockers}) == 1
+    replay = FakeClient()
+    alone, _ = replay_alone(Poster(replay, "http://x", to_ids), work)
+    assert len(alone) == len(work.sent)
+    assert len(replay.bodies) == len(work.sent) - 2
+    first = next(i for i, s in enumerate(work.sent) if s.name.endswith("-blocker"))
+    assert all(alone[i] is alone[first] for i, s in enumerate(work.sent) if s in blockers)
+
+    class _FailsFirst(FakeClient):
+        def post(self, url: str, json: dict[str, Any], timeout: float) -> _Response:
+            if not self.bodies:
+                self.bodies.append(json)
+                return type("R", (), {"status_code": 500, "text": "boom"})()
+            return super().post(url, json, timeout)
+
+    flaky = _FailsFirst()
+    twice = Sent("cancel", "a", {"prompt": "ab", "max_tokens": 2}, Completion([], None, 0.0))
+    from mlxcompat.checks.server_workload import Workload
+
+    alone, _ = replay_alone(Poster(flaky, "http://x", to_ids), Workload([twice, twice]))
+    assert alone[0].error.startswith("HTTP 500") and not alone[1].error
+    assert len(flaky.bodies) == 2
+
+
+def test_a_paused_server_is_stopped_until_resumed_and_stop_ends_it_even_paused() -> None:
+    """`Server.pause` stops the process (state T) so that its idle loop takes no CPU, and
+    `stop()` of a paused server still ends it (a stopped process acts on SIGTERM only once
+    continued)."""
+    import subprocess
+    import time
+
+    from mlxcompat.drivers.server import Server
+
+    def state(pid: int) -> str:  # ps, not /proc: the same on macOS
+        return subprocess.run(["ps", "-o", "stat=", "-p", str(pid)], capture_output=True,
+                              text=True, check=True).stdout.strip()[:1]
+
+    server = Server(Path("/m"), {})
+    server.proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        server.pause()
+        deadline = time.monotonic() + 5
+        while state(server.proc.pid) != "T" and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert state(server.proc.pid) == "T"
+        server.resume()
+        deadline = time.monotonic() + 5
+        while state(server.proc.pid) == "T" and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert state(server.proc.pid) in "SR"
+        server.pause()
+        began = time.monotonic()
+        server.stop()
+        assert server.proc.poll() is not None and time.monotonic() - began < 10
+    finally:
+        server.proc.kill()
+        server.proc.wait()

@@ -16,7 +16,9 @@ import atexit
 import shutil
 import tempfile
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -118,14 +120,28 @@ def _start(ctx: Context, first: Path, root: Path) -> Session:
                        for s in (session.under, session.alone)]
     session.applied = session.under.applied
     session.start_s = round(max(session.under.started_s, session.alone.started_s), 3)
+    session.under.pause()
+    session.alone.pause()
     return session
+
+
+@contextmanager
+def _talking_to(server: Any) -> Iterator[None]:
+    """The one server spoken to runs; the other stays paused (`Server.pause`)."""
+    server.resume()
+    try:
+        yield
+    finally:
+        server.pause()
 
 
 def _serve(session: Session, folder: Path) -> ServerRun:
     run = ServerRun()
-    work = run_workload(session.posters[0], model=str(folder))
+    with _talking_to(session.under):
+        work = run_workload(session.posters[0], model=str(folder))
     run.sent = work.sent
-    run.alone, alone_s = replay_alone(session.posters[1], work)
+    with _talking_to(session.alone):
+        run.alone, alone_s = replay_alone(session.posters[1], work)
     run.timings = {"workload_s": round(work.seconds, 3), "alone_s": round(alone_s, 3)}
     return run
 

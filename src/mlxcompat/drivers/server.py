@@ -15,6 +15,7 @@ import io
 import json
 import os
 import re
+import signal
 import socket
 import subprocess
 import sys
@@ -186,9 +187,24 @@ class Server:
         self.stop()
         raise RuntimeError(f"the server did not answer /health in {START_TIMEOUT_S:.0f}s")
 
+    def pause(self) -> None:
+        """Stop the server's process (SIGSTOP) while nobody talks to it: an idle server is
+        not idle everywhere (0.28.4's and 0.29.1's generation thread polls its queue without
+        waiting, a core's worth), and that CPU is the other server's or subject's."""
+        self._signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        self._signal(signal.SIGCONT)
+
+    def _signal(self, sig: int) -> None:
+        if self.proc is not None and self.proc.poll() is None and hasattr(signal, "SIGSTOP"):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.proc.pid, sig)
+
     def stop(self) -> None:
         if self.proc is None or self.proc.poll() is not None:
             return
+        self.resume()  # a stopped process acts on SIGTERM only once continued
         self.proc.terminate()
         try:
             self.proc.wait(timeout=15)
