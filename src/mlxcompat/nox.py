@@ -143,6 +143,9 @@ class Sessions:
             log.write_text("")
             self.install_cell(session, cell, log)
             return
+        from mlxcompat.records.files import last_check_seconds
+
+        last = last_check_seconds(out)
         for stale in (out, out.with_name(f"{stem}.bench.json")):
             stale.unlink(missing_ok=True)  # a crash must never leave old results standing
         log.write_text("")
@@ -162,6 +165,7 @@ class Sessions:
                        self.matrix, cell, install, venv),
                    sources={k: v.commit if cell.sources[k].git else "tree:" + v.tree
                             for k, v in install.sources.items()})
+        run.last_seconds = last
         cell_run = run.write(venv / "cell-run.json")
         session.run("mlxcompat", "--matrix", str(self.matrix_file), "run", "--cell-run",
                     str(cell_run), env={"HF_HUB_OFFLINE": "1"})

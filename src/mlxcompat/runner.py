@@ -13,19 +13,22 @@ recorded before is kept.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import queue
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 from mlxcompat import forkserver
 from mlxcompat.matrix import SubjectSpec
 from mlxcompat.merge import Part, merge_cell
 from mlxcompat.records.cell import CellDoc
-from mlxcompat.records.files import read_document, write_json_atomic
+from mlxcompat.records.files import (
+    last_check_seconds,
+    read_document,
+    read_json,
+    write_json_atomic,
+)
 from mlxcompat.records.names import UPSTREAM
 from mlxcompat.records.need import NeedRecord
 from mlxcompat.spec import RunOptions
@@ -111,12 +114,14 @@ def _keep_off_the_bench_cpu(device: str) -> bool:
 
 def run_cell(opts: RunOptions) -> CellDoc:
     """Run every subject of the cell and write its JSON atomically; returns the document."""
+    last = opts.run.last_seconds or last_check_seconds(opts.out)
     opts.out.unlink(missing_ok=True)  # never let last run's results stand in for this one's
     started = time.time()
     events: Events = queue.Queue()
     workers: dict[str, Worker] = {}
     todo = [s for s in opts.subjects
             if s.name not in opts.reused and s.name not in opts.run.same_as]
+    todo.sort(key=lambda s: -last.get(s.name, float("inf")))  # the longest first
     with tempfile.TemporaryDirectory(prefix="mlxcompat-") as tmp_name:
         tmp = Path(tmp_name)
         need = tmp / "need.json" if opts.need_probe and todo else None
@@ -132,7 +137,7 @@ def run_cell(opts: RunOptions) -> CellDoc:
                 server.close()
         record = _need_record(need) if need else None
         workers.pop(NEED_PROBE, None)
-        parts = {name: Part(w, read_document(w.part), _read_json(w.part.with_suffix(".bench.json")))
+        parts = {name: Part(w, read_document(w.part), read_json(w.part.with_suffix(".bench.json")))
                  for name, w in workers.items()}
         doc, benchmarks = merge_cell(opts, parts, record, started)
     bench_out = opts.out.with_name(opts.out.name.removesuffix(".json") + ".bench.json")
@@ -144,7 +149,7 @@ def run_cell(opts: RunOptions) -> CellDoc:
 
 
 def _need_record(path: Path) -> NeedRecord:
-    found = _read_json(path)
+    found = read_json(path)
     if found is not None:
         return NeedRecord.from_json(found, path.name)
     done = path.with_suffix(".done")
@@ -159,12 +164,3 @@ def _mark_need_done(out: Path, host: Worker | None) -> None:
         done.write_text(f"the need probe's process ({host.name}) exited with {host.code} "
                         "before writing its record: " + " | ".join(list(host.tail)[-3:]),
                         encoding="utf-8")
-
-
-def _read_json(path: Path | None) -> dict[str, Any] | None:
-    if path is None or not path.exists():
-        return None
-    try:
-        return dict(json.loads(path.read_text(encoding="utf-8")))
-    except (OSError, json.JSONDecodeError):
-        return None

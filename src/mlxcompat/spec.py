@@ -61,6 +61,8 @@ class CellRun(_FileRecord):
     # subject -> the subject whose run it shares (byte-identical entry-point modules)
     same_as: dict[str, str] = Field(default_factory=dict)
     borrow: bool = True  # a subject observed to change nothing takes none's behaviour rows
+    # subject -> its checks' seconds in the cell's last document: the longest start first
+    last_seconds: dict[str, float] = Field(default_factory=dict)
 
     @property
     def name(self) -> str:

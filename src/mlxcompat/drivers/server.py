@@ -176,14 +176,15 @@ class Server:
         import httpx
 
         deadline = time.monotonic() + START_TIMEOUT_S
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"the server exited with {self.proc.returncode}: "
-                                   + " | ".join(list(self.log)[-6:]))
-            with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(f"{self.url}/health", timeout=2).status_code == 200:
-                    return
-            time.sleep(0.2)
+        with httpx.Client(timeout=2) as client:  # one client: each new one loads the CA store
+            while time.monotonic() < deadline:
+                if self.proc.poll() is not None:
+                    raise RuntimeError(f"the server exited with {self.proc.returncode}: "
+                                       + " | ".join(list(self.log)[-6:]))
+                with contextlib.suppress(httpx.HTTPError):
+                    if client.get(f"{self.url}/health").status_code == 200:
+                        return
+                time.sleep(0.2)
         self.stop()
         raise RuntimeError(f"the server did not answer /health in {START_TIMEOUT_S:.0f}s")
 
