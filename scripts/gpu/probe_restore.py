@@ -1,0 +1,127 @@
+"""Segment-and-restore on mamba2's cache with no BatchGenerator and no patch installed.
+
+`shapes mamba2 long-prompt` went wrong under our segmented prefill on CUDA only, in some
+processes and not others, and an unpatched run after it in the same process went wrong too
+(scripts/gpu/README.md). This replays the mechanism bare: four prompts (300, 177, 41, 233
+tokens), right-padded, fed in chunks of 64 cut at every row's end; after each piece the rows
+for which it was padding get their state back (`mx.where`, as `ssm_segments._restore`). Each
+row's final state is compared with the row fed alone over the same cuts. Variants:
+
+- `default`: the default stream;
+- `stream`: a stream of its own, as mlx-lm's generation stream;
+- `sync`: that stream with `mx.synchronize()` after every piece;
+- `copy`: that stream, the previous state copied (`x * 1`) before the piece runs;
+- `norestore`: no state put back, the control: the short rows must differ.
+
+Each variant runs `ROUNDS` times in one process; a state that differs in some rounds and not
+in others is a race, not arithmetic. The check of an evaluated array: the first piece's input
+state is read back after the piece has run, and must be what it was.
+
+    PYTHONPATH=src python scripts/gpu/probe_restore.py [cpu] [ROUNDS]
+"""
+
+from __future__ import annotations
+
+import itertools
+import sys
+
+import mlx.core as mx
+
+if "cpu" in sys.argv[1:]:  # before anything makes a stream
+    mx.set_default_device(mx.cpu)
+
+import numpy as np
+
+from mlxcompat.models.lm import mamba2
+
+LENGTHS = (300, 177, 41, 233)
+CHUNK = 64
+
+
+def _cuts(lengths: tuple[int, ...]) -> list[int]:
+    width = max(lengths)
+    return sorted({0, width, *range(0, width, CHUNK), *lengths})
+
+
+def _tokens(seed: int = 17) -> list[list[int]]:
+    rng = np.random.default_rng(seed)
+    return [[int(t) for t in rng.integers(1, 128, size=n)] for n in LENGTHS]
+
+
+def _states(cache: list) -> list[np.ndarray]:
+    mx.eval([a for c in cache for a in c.cache if a is not None])
+    return [np.array(a.astype(mx.float32)) for c in cache for a in c.cache if a is not None]
+
+
+def _alone(net, tokens: list[int], cuts: list[int]) -> list[np.ndarray]:
+    cache = net.make_cache()
+    for a, b in itertools.pairwise([c for c in cuts if c <= len(tokens)]):
+        net(mx.array([tokens[a:b]]), cache=cache)
+        mx.eval([x for c in cache for x in c.cache if x is not None])
+    return _states(cache)
+
+
+def _batched(net, rows: list[list[int]], cuts: list[int], variant: str) -> tuple[list, float]:
+    width = max(len(r) for r in rows)
+    padded = mx.array([r + [0] * (width - len(r)) for r in rows])
+    cache = net.make_cache()
+    drift = 0.0
+    for k, (a, b) in enumerate(itertools.pairwise(cuts)):
+        real = mx.array([b <= len(r) for r in rows])
+        before = [list(c.cache) for c in cache]
+        if variant == "copy":
+            before = [[None if x is None else x * 1 for x in old] for old in before]
+        if k == 1:
+            mx.eval([x for old in before for x in old if x is not None])
+            kept = [np.array(x.astype(mx.float32)) for old in before for x in old
+                    if x is not None]
+        net(padded[:, a:b], cache=cache)
+        pairs = () if variant == "norestore" else zip(cache, before, strict=True)
+        for c, old in pairs:
+            for i, new in enumerate(c.cache):
+                if new is None or new is old[i]:
+                    continue
+                previous = old[i] if old[i] is not None else mx.zeros_like(new)
+                keep = real.reshape((-1,) + (1,) * (new.ndim - 1))
+                c.cache[i] = mx.where(keep, new, previous.astype(new.dtype))
+        if variant == "sync":
+            mx.eval([x for c in cache for x in c.cache if x is not None])
+            mx.synchronize()
+        if k == 1:  # an evaluated input must never change once a later piece has run
+            again = [np.array(x.astype(mx.float32)) for old in before for x in old
+                     if x is not None]
+            drift = max(float(np.max(np.abs(x - y))) for x, y in zip(kept, again, strict=True))
+    return _states(cache), drift
+
+
+def _rows_of(states: list[np.ndarray], row: int) -> list[np.ndarray]:
+    return [s[row:row + 1] for s in states]
+
+
+def main() -> int:
+    rounds = next((int(a) for a in sys.argv[1:] if a.isdigit()), 5)
+    print("mlx", mx.__version__, "default device", mx.default_device(), flush=True)
+    net = mamba2(0)
+    rows, cuts = _tokens(), _cuts(LENGTHS)
+    alone = [_alone(net, r, cuts) for r in rows]
+    for variant in ("default", "stream", "sync", "copy", "norestore"):
+        for n in range(rounds):
+            stream = mx.default_stream(mx.default_device()) if variant == "default" \
+                else mx.new_stream(mx.default_device())
+            with mx.stream(stream):
+                got, drift = _batched(net, rows, cuts, variant)
+            deltas = [max(float(np.max(np.abs(x - y)))
+                          for x, y in zip(_rows_of(got, i), alone[i], strict=True))
+                      for i in range(len(rows))]
+            print(f"{variant:<8} round {n}: max|Δ| per row (state vs alone) "
+                  + " ".join(f"{LENGTHS[i]}:{d:.3g}" for i, d in enumerate(deltas))
+                  + f" | evaluated input changed by {drift:.3g}", flush=True)
+    again = [_alone(net, r, cuts) for r in rows]
+    moved = max(float(np.max(np.abs(x - y))) for a, b in zip(alone, again, strict=True)
+                for x, y in zip(a, b, strict=True))
+    print(f"alone again after every variant: max|Δ| {moved:.3g}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
