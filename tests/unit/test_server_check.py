@@ -91,7 +91,7 @@ def test_the_workload_is_bounded_and_covers_every_scenario() -> None:
     warm, *sent = client.bodies  # the model is loaded before the first group is sent
     assert len(sent) == len(work.sent) <= 30 and sorted(b["prompt"] for b in sent) == sorted(
         s.body["prompt"] for s in work.sent)
-    blocker = next(s.body["prompt"] for s in work.sent if s.name == "shared-prefix-blocker")
+    blocker = next(s.body["prompt"] for s in work.sent if s.name == "shared-prefix-blocker-0")
     assert blocker.startswith(warm["prompt"]) and len(warm["prompt"]) < len(blocker)
     assert all(b["max_tokens"] <= 40 and b["model"] == "/m" for b in client.bodies)
     assert max(len(b["prompt"]) for b in client.bodies) >= 256  # longer than the prefill step
@@ -288,37 +288,18 @@ def test_a_request_in_flight_ends_with_the_servers_death_not_its_timeout() -> No
     assert after.error.startswith("not sent: the server is gone (its generation thread died")
 
 
-def test_the_replay_serves_a_repeated_request_once_and_retries_a_failed_one() -> None:
-    """The blocker goes out once per group in the workload; alone (one request at a time, no
-    prompt cache) it is one computation, so it is served once and every copy compares
-    against that answer. A request that failed alone is sent again, never reused."""
-    from mlxcompat.checks.server_workload import replay_alone
-
+def test_every_group_has_a_blocker_of_its_own_that_no_other_prompt_starts_like() -> None:
+    """The same blocker three times was a prompt-cache hit from the second group on (767 of
+    768 tokens), so it no longer held the server while its group arrived."""
     client = FakeClient()
     work = run_workload(Poster(client, "http://x", to_ids), model="/m")
-    blockers = [s for s in work.sent if s.name.endswith("-blocker")]
-    assert len(blockers) == 3 and len({json.dumps(s.body, sort_keys=True) for s in blockers}) == 1
-    replay = FakeClient()
-    alone, _ = replay_alone(Poster(replay, "http://x", to_ids), work)
-    assert len(alone) == len(work.sent)
-    assert len(replay.bodies) == len(work.sent) - 2
-    first = next(i for i, s in enumerate(work.sent) if s.name.endswith("-blocker"))
-    assert all(alone[i] is alone[first] for i, s in enumerate(work.sent) if s in blockers)
-
-    class _FailsFirst(FakeClient):
-        def post(self, url: str, json: dict[str, Any], timeout: float) -> _Response:
-            if not self.bodies:
-                self.bodies.append(json)
-                return type("R", (), {"status_code": 500, "text": "boom"})()
-            return super().post(url, json, timeout)
-
-    flaky = _FailsFirst()
-    twice = Sent("cancel", "a", {"prompt": "ab", "max_tokens": 2}, Completion([], None, 0.0))
-    from mlxcompat.checks.server_workload import Workload
-
-    alone, _ = replay_alone(Poster(flaky, "http://x", to_ids), Workload([twice, twice]))
-    assert alone[0].error.startswith("HTTP 500") and not alone[1].error
-    assert len(flaky.bodies) == 2
+    blockers = [s for s in work.sent if "-blocker-" in s.name]
+    assert [s.name for s in blockers] == ["shared-prefix-blocker-0", "shared-prefix-blocker-1",
+                                          "long-prompt-blocker-2"]
+    firsts = {s.body["prompt"][0] for s in blockers}
+    assert len(firsts) == 3 and all(len(s.body["prompt"]) == 768 for s in blockers)
+    others = [s.body["prompt"] for s in work.sent if s not in blockers]
+    assert not any(p.startswith(b.body["prompt"][:2]) for p in others for b in blockers[1:])
 
 
 def test_a_paused_server_is_stopped_until_resumed_and_stop_ends_it_even_paused() -> None:
