@@ -4,7 +4,7 @@
 processes and not others, and an unpatched run after it in the same process went wrong too
 (scripts/gpu/README.md). This replays the mechanism bare: four prompts (300, 177, 41, 233
 tokens), right-padded, fed in chunks of 64 cut at every row's end; after each piece the rows
-for which it was padding get their state back (`mx.where`, as `ssm_segments._restore`). Each
+for which it was padding get their state back (`ssm_segments._restore`, `mx.where`). Each
 row's final state is compared with the row fed alone over the same cuts. Variants:
 
 - `default`: the default stream;
@@ -33,6 +33,7 @@ if "cpu" in sys.argv[1:]:  # before anything makes a stream
 import numpy as np
 
 from mlxcompat.models.lm import mamba2
+from mlxcompat.patches.ssm_segments import _restore  # the patch's own, nothing installed
 
 LENGTHS = (300, 177, 41, 233)
 CHUNK = 64
@@ -76,14 +77,8 @@ def _batched(net, rows: list[list[int]], cuts: list[int], variant: str) -> tuple
             kept = [np.array(x.astype(mx.float32)) for old in before for x in old
                     if x is not None]
         net(padded[:, a:b], cache=cache)
-        pairs = () if variant == "norestore" else zip(cache, before, strict=True)
-        for c, old in pairs:
-            for i, new in enumerate(c.cache):
-                if new is None or new is old[i]:
-                    continue
-                previous = old[i] if old[i] is not None else mx.zeros_like(new)
-                keep = real.reshape((-1,) + (1,) * (new.ndim - 1))
-                c.cache[i] = mx.where(keep, new, previous.astype(new.dtype))
+        if variant != "norestore":
+            _restore(cache, before, real)
         if variant == "sync":
             mx.eval([x for c in cache for x in c.cache if x is not None])
             mx.synchronize()
