@@ -69,16 +69,17 @@ class ForkedServer:
     def poll(self) -> int | None:
         return self.returncode
 
-    def _signal(self, sig: int) -> None:
+    def send_signal(self, sig: int) -> None:
+        """As `subprocess.Popen.send_signal`: nothing once the server has ended."""
         if self.returncode is None:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(self.pid, sig)
 
     def terminate(self) -> None:
-        self._signal(signal.SIGTERM)
+        self.send_signal(signal.SIGTERM)
 
     def kill(self) -> None:
-        self._signal(signal.SIGKILL)
+        self.send_signal(signal.SIGKILL)
 
     def wait(self, timeout: float | None = None) -> int:
         if not self._ended.wait(timeout):

@@ -192,15 +192,12 @@ class Server:
         """Stop the server's process (SIGSTOP) while nobody talks to it: an idle server is
         not idle everywhere (0.28.4's and 0.29.1's generation thread polls its queue without
         waiting, a core's worth), and that CPU is the other server's or subject's."""
-        self._signal(signal.SIGSTOP)
+        if self.proc is not None:
+            self.proc.send_signal(signal.SIGSTOP)  # Popen's and ForkedServer's: none once ended
 
     def resume(self) -> None:
-        self._signal(signal.SIGCONT)
-
-    def _signal(self, sig: int) -> None:
-        if self.proc is not None and self.proc.poll() is None and hasattr(signal, "SIGSTOP"):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(self.proc.pid, sig)
+        if self.proc is not None:
+            self.proc.send_signal(signal.SIGCONT)
 
     def stop(self) -> None:
         if self.proc is None or self.proc.poll() is not None:
