@@ -5,7 +5,7 @@ baseline and a local run with a local one. A regression is any row that got wors
 vanished, went pass -> skip / fail / error (expected or not), or changed from one failure
 to another (fail <-> error, or another exception type). Throughput is compared only between
 runs of a gating profile on the same machine fingerprint, and flagged only when the change
-is statistically significant and beyond `throughput_threshold`: a subject's overhead against
+lies beyond `throughput_threshold` with 95% confidence (`beyond`): a subject's overhead against
 `none` (paired within each run) always, decode tok/s only where neither run was measured
 beside another job; a row neither can judge fails as ungated. Elsewhere throughput is
 reported, never gated. A baseline of schema 2 is read with its rows migrated.
@@ -136,6 +136,15 @@ def _speed_moved(row: MeasuredBench, then: MeasuredBench, threshold: float) -> s
             f"{then_s * 1000:.2f} ms in the baseline")
 
 
+def beyond(change: tuple[float, list[float], bool], threshold: float) -> bool:
+    """A change is flagged when its whole 95% interval lies beyond the threshold, not when it
+    is merely significant with a median beyond it: runs of one machine wander by more than
+    each run's rounds show, so one run's interval understates the change's (DESIGN, "The
+    gate"; scripts/gate_rule_aa.py)."""
+    lo, hi = change[1]
+    return hi < 1 - threshold or lo > 1 + threshold
+
+
 def _overhead_change(now: PairedRatio, then: PairedRatio) -> tuple[float, list[float], bool]:
     """(now/then, its 95% interval, significant). With both runs' per-round ratios each run's
     own spread counts (a noisy baseline ratio is no fixed point); a baseline without them is
@@ -167,7 +176,7 @@ def _throughput(current: CompatDoc, baseline: CompatDoc | None,
         paired = row.overhead is not None and then.overhead is not None
         if row.overhead is not None and then.overhead is not None:
             change = _overhead_change(row.overhead, then.overhead)
-            if change[2] and abs(change[0] - 1) > threshold:
+            if beyond(change, threshold):
                 moves.append(ThroughputMove(**where, measure="overhead",
                                             before=then.overhead.ratio,
                                             after=row.overhead.ratio, change=change[0] - 1,
@@ -178,7 +187,7 @@ def _throughput(current: CompatDoc, baseline: CompatDoc | None,
                 ungated.append(Ungated(**where, why=f"measured beside another job ({noisy})"))
             continue
         moved = unpaired_change(row.gen_tok_s.values, then.gen_tok_s.values)
-        if moved is None or not moved[2] or abs(moved[0] - 1) <= threshold:
+        if moved is None or not beyond(moved, threshold):
             continue
         moves.append(ThroughputMove(**where, before=then.gen_tok_s.median,
                                     after=row.gen_tok_s.median, change=moved[0] - 1,
