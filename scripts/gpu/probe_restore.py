@@ -17,7 +17,15 @@ Each variant runs `ROUNDS` times in one process; a state that differs in some ro
 in others is a race, not arithmetic. The check of an evaluated array: the first piece's input
 state is read back after the piece has run, and must be what it was.
 
-    PYTHONPATH=src python scripts/gpu/probe_restore.py [cpu] [ROUNDS]
+With `decode`, every prompt but its last token is prefilled so (the layout BatchGenerator
+gives), then 8 greedy steps decode from the last tokens, batched and alone, each step's
+log-probabilities compared; inside BatchGenerator the defect showed in decoded tokens (once
+as NaN) while the prefilled states were exact bare. Variants there: `default` and `stream`
+as above with decoding pipelined (the next step queued by `mx.async_eval` before this one is
+read, as GenerationBatch does), `eval` (not pipelined), `chunked` (the states evaluated and
+`mx.clear_cache()` after every 64 columns, as PromptProcessingBatch does), `norestore`.
+
+    PYTHONPATH=src python scripts/gpu/probe_restore.py [cpu] [decode] [ROUNDS]
 """
 
 from __future__ import annotations
@@ -37,6 +45,7 @@ from mlxcompat.patches.ssm_segments import _restore  # the patch's own, nothing 
 
 LENGTHS = (300, 177, 41, 233)
 CHUNK = 64
+DECODE = 8
 
 
 def _cuts(lengths: tuple[int, ...]) -> list[int]:
@@ -62,12 +71,16 @@ def _alone(net, tokens: list[int], cuts: list[int]) -> list[np.ndarray]:
     return _states(cache)
 
 
-def _batched(net, rows: list[list[int]], cuts: list[int], variant: str) -> tuple[list, float]:
+def _batched(net, rows: list[list[int]], cuts: list[int], variant: str,
+             cache: list | None = None) -> tuple[list, float]:
     width = max(len(r) for r in rows)
     padded = mx.array([r + [0] * (width - len(r)) for r in rows])
-    cache = net.make_cache()
+    cache = net.make_cache() if cache is None else cache
     drift = 0.0
     for k, (a, b) in enumerate(itertools.pairwise(cuts)):
+        if variant == "chunked" and a % CHUNK == 0 and a:
+            mx.eval([x for c in cache for x in c.cache if x is not None])
+            mx.clear_cache()
         real = mx.array([b <= len(r) for r in rows])
         before = [list(c.cache) for c in cache]
         if variant == "copy":
@@ -89,6 +102,58 @@ def _batched(net, rows: list[list[int]], cuts: list[int], variant: str) -> tuple
     return _states(cache), drift
 
 
+def _decode(net, cache: list, first: list[int], pipelined: bool) -> list[np.ndarray]:
+    """DECODE greedy steps from each row's last prompt token; log-probabilities per step."""
+    def step(y):
+        logits = net(y[:, None], cache=cache)[:, -1, :]
+        logprobs = logits - mx.logsumexp(logits, axis=-1, keepdims=True)
+        return mx.argmax(logprobs, axis=-1), logprobs
+
+    found, queued = [], step(mx.array(first))
+    (mx.async_eval if pipelined else mx.eval)(*queued)
+    for k in range(DECODE):
+        current = queued
+        if k + 1 < DECODE:
+            queued = step(current[0])
+            (mx.async_eval if pipelined else mx.eval)(*queued)
+        found.append(np.array(current[1].astype(mx.float32)))
+    return found
+
+
+def _decoded_delta(batched: list[np.ndarray], alone: list[np.ndarray], row: int) -> str:
+    """|Δ| of row's log-probabilities over the steps whose tokens agree so far."""
+    worst = 0.0
+    for k, (b, a) in enumerate(zip(batched, alone, strict=True)):
+        worst = max(worst, float(np.max(np.abs(b[row] - a[0]))))
+        if np.argmax(b[row]) != np.argmax(a[0]):
+            return f"{worst:.3g} tokens DIFFER at step {k}"
+    return f"{worst:.3g}"
+
+
+def _decode_main(net, rounds: int) -> int:
+    rows = [r[:-1] for r in _tokens()]
+    last = [r[-1] for r in _tokens()]
+    cuts = _cuts(tuple(len(r) for r in rows))
+    alone = []
+    for r, t in zip(rows, last, strict=True):
+        cache = net.make_cache()
+        for a, b in itertools.pairwise([c for c in cuts if c <= len(r)]):
+            net(mx.array([r[a:b]]), cache=cache)
+        alone.append(_decode(net, cache, [t], pipelined=False))
+    for variant in ("default", "stream", "eval", "chunked", "norestore"):
+        for n in range(rounds):
+            stream = mx.default_stream(mx.default_device()) if variant == "default" \
+                else mx.new_stream(mx.default_device())
+            with mx.stream(stream):
+                cache = net.make_cache()
+                _batched(net, rows, cuts, variant, cache)
+                got = _decode(net, cache, last, pipelined=variant != "eval")
+            print(f"{variant:<9} round {n}: decoded max|Δ| per row (vs alone) "
+                  + " ".join(f"{LENGTHS[i]}:{_decoded_delta(got, alone[i], i)}"
+                             for i in range(len(rows))), flush=True)
+    return 0
+
+
 def _rows_of(states: list[np.ndarray], row: int) -> list[np.ndarray]:
     return [s[row:row + 1] for s in states]
 
@@ -97,6 +162,8 @@ def main() -> int:
     rounds = next((int(a) for a in sys.argv[1:] if a.isdigit()), 5)
     print("mlx", mx.__version__, "default device", mx.default_device(), flush=True)
     net = mamba2(0)
+    if "decode" in sys.argv[1:]:
+        return _decode_main(net, rounds)
     rows, cuts = _tokens(), _cuts(LENGTHS)
     alone = [_alone(net, r, cuts) for r in rows]
     for variant in ("default", "stream", "sync", "copy", "norestore"):
