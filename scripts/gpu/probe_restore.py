@@ -23,7 +23,9 @@ log-probabilities compared; inside BatchGenerator the defect showed in decoded t
 as NaN) while the prefilled states were exact bare. Variants there: `default` and `stream`
 as above with decoding pipelined (the next step queued by `mx.async_eval` before this one is
 read, as GenerationBatch does), `eval` (not pipelined), `chunked` (the states evaluated and
-`mx.clear_cache()` after every 64 columns, as PromptProcessingBatch does), `norestore`.
+`mx.clear_cache()` after every 64 columns, as PromptProcessingBatch does), `leave` and
+`leave-eval` (rows leave the batch after 4, 6, 5 and 3 tokens, the check's max_tokens: the
+cache filtered and the queued step indexed down, as GenerationBatch does), `norestore`.
 
     PYTHONPATH=src python scripts/gpu/probe_restore.py [cpu] [decode] [ROUNDS]
 """
@@ -102,32 +104,52 @@ def _batched(net, rows: list[list[int]], cuts: list[int], variant: str,
     return _states(cache), drift
 
 
-def _decode(net, cache: list, first: list[int], pipelined: bool) -> list[np.ndarray]:
-    """DECODE greedy steps from each row's last prompt token; log-probabilities per step."""
+def _decode(net, cache: list, first: list[int], pipelined: bool,
+            leave: tuple[int, ...] | None = None) -> list[list[np.ndarray]]:
+    """DECODE greedy steps from each row's last prompt token: per row, its log-probabilities
+    per step. With `leave`, row i leaves after leave[i] tokens as in GenerationBatch: the
+    cache filtered (`ArraysCache.filter`) and the step already queued for the whole batch
+    indexed down to the rows that stay."""
     def step(y):
         logits = net(y[:, None], cache=cache)[:, -1, :]
         logprobs = logits - mx.logsumexp(logits, axis=-1, keepdims=True)
         return mx.argmax(logprobs, axis=-1), logprobs
 
-    found, queued = [], step(mx.array(first))
-    (mx.async_eval if pipelined else mx.eval)(*queued)
+    dispatch = mx.async_eval if pipelined else mx.eval
+    rows = list(range(len(first)))  # the batch's rows, by their index in `first`
+    found: list[list[np.ndarray]] = [[] for _ in first]
+    queued = step(mx.array(first))
+    dispatch(*queued)
     for k in range(DECODE):
         current = queued
         if k + 1 < DECODE:
             queued = step(current[0])
-            (mx.async_eval if pipelined else mx.eval)(*queued)
-        found.append(np.array(current[1].astype(mx.float32)))
+            dispatch(*queued)
+        logprobs = np.array(current[1].astype(mx.float32))
+        for j, r in enumerate(rows):
+            found[r].append(logprobs[j])
+        keep = [j for j, r in enumerate(rows) if leave is None or len(found[r]) < leave[r]]
+        if not keep:
+            break
+        if len(keep) < len(rows):
+            for c in cache:
+                c.filter(keep)
+            queued = (queued[0][mx.array(keep)], queued[1][mx.array(keep)])
+            rows = [rows[j] for j in keep]
     return found
 
 
-def _decoded_delta(batched: list[np.ndarray], alone: list[np.ndarray], row: int) -> str:
-    """|Δ| of row's log-probabilities over the steps whose tokens agree so far."""
+def _decoded_delta(batched: list[np.ndarray], alone: list[np.ndarray]) -> str:
+    """|Δ| of a row's log-probabilities over the steps whose tokens agree so far."""
     worst = 0.0
-    for k, (b, a) in enumerate(zip(batched, alone, strict=True)):
-        worst = max(worst, float(np.max(np.abs(b[row] - a[0]))))
-        if np.argmax(b[row]) != np.argmax(a[0]):
+    for k, (b, a) in enumerate(zip(batched, alone, strict=False)):
+        worst = max(worst, float(np.max(np.abs(b - a))))
+        if np.argmax(b) != np.argmax(a):
             return f"{worst:.3g} tokens DIFFER at step {k}"
     return f"{worst:.3g}"
+
+
+LEAVE = (4, 6, 5, 3)  # the check's max_tokens: rows leave the batch on different steps
 
 
 def _decode_main(net, rounds: int) -> int:
@@ -139,17 +161,19 @@ def _decode_main(net, rounds: int) -> int:
         cache = net.make_cache()
         for a, b in itertools.pairwise([c for c in cuts if c <= len(r)]):
             net(mx.array([r[a:b]]), cache=cache)
-        alone.append(_decode(net, cache, [t], pipelined=False))
-    for variant in ("default", "stream", "eval", "chunked", "norestore"):
+        alone.append(_decode(net, cache, [t], pipelined=False)[0])
+    for variant in ("default", "stream", "eval", "chunked", "leave", "leave-eval",
+                    "norestore"):
         for n in range(rounds):
             stream = mx.default_stream(mx.default_device()) if variant == "default" \
                 else mx.new_stream(mx.default_device())
             with mx.stream(stream):
                 cache = net.make_cache()
                 _batched(net, rows, cuts, variant, cache)
-                got = _decode(net, cache, last, pipelined=variant != "eval")
-            print(f"{variant:<9} round {n}: decoded max|Δ| per row (vs alone) "
-                  + " ".join(f"{LENGTHS[i]}:{_decoded_delta(got, alone[i], i)}"
+                got = _decode(net, cache, last, pipelined=not variant.endswith("eval"),
+                              leave=LEAVE if variant.startswith("leave") else None)
+            print(f"{variant:<10} round {n}: decoded max|Δ| per row (vs alone) "
+                  + " ".join(f"{LENGTHS[i]}:{_decoded_delta(got[i], alone[i])}"
                              for i in range(len(rows))), flush=True)
     return 0
 
