@@ -152,9 +152,8 @@ def _decoded_delta(batched: list[np.ndarray], alone: list[np.ndarray]) -> str:
 LEAVE = (4, 6, 5, 3)  # the check's max_tokens: rows leave the batch on different steps
 
 
-def _decode_main(net, rounds: int) -> int:
-    rows = [r[:-1] for r in _tokens()]
-    last = [r[-1] for r in _tokens()]
+def _alone_decoded(net, rows: list[list[int]], last: list[int]) -> list[list[np.ndarray]]:
+    """Each row alone: prefilled over the batch's cuts, then decoded from its last token."""
     cuts = _cuts(tuple(len(r) for r in rows))
     alone = []
     for r, t in zip(rows, last, strict=True):
@@ -162,6 +161,14 @@ def _decode_main(net, rounds: int) -> int:
         for a, b in itertools.pairwise([c for c in cuts if c <= len(r)]):
             net(mx.array([r[a:b]]), cache=cache)
         alone.append(_decode(net, cache, [t], pipelined=False)[0])
+    return alone
+
+
+def _decode_main(net, rounds: int) -> int:
+    rows = [r[:-1] for r in _tokens()]
+    last = [r[-1] for r in _tokens()]
+    cuts = _cuts(tuple(len(r) for r in rows))
+    alone = _alone_decoded(net, rows, last)
     for variant in ("default", "stream", "eval", "chunked", "leave", "leave-eval",
                     "norestore"):
         for n in range(rounds):
