@@ -13,9 +13,10 @@ driven by hand on probe_restore.py's rows, each compared with the row alone:
 - `bare-decode`: `PromptProcessingBatch.prompt` with our segmented prefill, then
   probe_restore.py's decode.
 
-PASSES passes per process. Needs mlx-lm 0.32.2's halves (0.32 and later).
+PASSES passes per process; `check`: the prompts of `shapes mamba2 long-prompt` (same lengths,
+other tokens) in place of probe_restore.py's. Needs mlx-lm 0.32.2's halves (0.32 and later).
 
-    PYTHONPATH=src python scripts/gpu/probe_halves.py VARIANT [cpu] [PASSES]
+    PYTHONPATH=src python scripts/gpu/probe_halves.py VARIANT [cpu] [check] [PASSES]
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from mlx_lm.generate import GenerationBatch, PromptProcessingBatch, StopSequence
 from mlx_lm.models.cache import make_prompt_cache
 from mlx_lm.sample_utils import greedy_sampler
 
+from mlxcompat.checks.shapes import shape_rows
 from mlxcompat.models.lm import mamba2
 from mlxcompat.patches import ssm_segments
 from mlxcompat.patches.journal import Journal
@@ -83,7 +85,8 @@ def main() -> int:
     print("mlx", mx.__version__, "default device", mx.default_device(), "variant", variant,
           flush=True)
     net = mamba2(0)
-    prompts = bare._tokens()
+    prompts = ([list(r.prompt) for r in shape_rows("long-prompt")[0]]
+               if "check" in sys.argv[2:] else bare._tokens())
     alone = bare._alone_decoded(net, [p[:-1] for p in prompts], [p[-1] for p in prompts])
     journal = Journal()
     if variant != "halves-none":
