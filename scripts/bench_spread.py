@@ -13,6 +13,7 @@ over the rows not marked noisy, and by the spread of the calibration loop during
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -71,7 +72,25 @@ def _by_machine(backend: str, measured: list[MeasuredBench]) -> list[str]:
         spread = [(r.gen_tok_s.spread or 0) <= LIMIT for r in quiet]
         lines.append(f"  {backend:<5} loop spread <= {limit:.0%}: {len(quiet)}/{len(timed)} rows; "
                      f"their spread <= 5%: {_share(spread)}")
+    corr = [_rank_corr([1 / s for s in r.calibration.seconds.values], r.gen_tok_s.values)
+            for r in timed if len(r.calibration.seconds.values) == len(r.gen_tok_s.values) >= 4]
+    corr = [c for c in corr if c == c]
+    if corr:
+        lines.append(f"  {backend:<5} rank correlation of a round's tok/s with the loop's speed "
+                     f"before it: median {statistics.median(corr):+.2f} over {len(corr)} rows")
     return lines
+
+
+def _rank_corr(a: list[float], b: list[float]) -> float:
+    """Spearman's rho (no ties expected in timings); NaN where either side is constant."""
+    ra, rb = (sorted(range(len(v)), key=v.__getitem__) for v in (a, b))
+    rank_a, rank_b = [0] * len(a), [0] * len(b)
+    for rank, (i, j) in enumerate(zip(ra, rb, strict=True)):
+        rank_a[i], rank_b[j] = rank, rank
+    if len(set(a)) < 2 or len(set(b)) < 2:
+        return float("nan")
+    n, moved = len(a), sum((x - y) ** 2 for x, y in zip(rank_a, rank_b, strict=True))
+    return 1 - 6 * moved / (n * (n * n - 1))
 
 
 def main() -> int:

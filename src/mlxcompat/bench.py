@@ -51,7 +51,7 @@ def bench_prompts(batch: int, length: int, shape: str = "uniform",
 CALIBRATION_LOOP = 100_000
 NOISY_FOREIGN = 0.20  # other processes used this share of the bench CPU (unpinned: of all CPUs)
 NOISY_STEAL = 0.10  # the hypervisor took this share
-NOISY_SPREAD = 0.15  # without /proc/stat: the loop's own spread (a weaker signal)
+NOISY_SPREAD = 0.15  # the loop's own spread: the host core's speed moved (a weaker signal)
 
 
 def calibration_loop() -> float:
@@ -67,24 +67,27 @@ def calibration_loop() -> float:
 def calibration(shares: tuple[float, float] | None, seconds: Sequence[float] = (),
                 pinned: bool = True) -> Calibration | None:
     """Noisy when other processes or the hypervisor took the bench CPU (unpinned: the
-    machine's CPUs) for a share of the rounds beyond the thresholds; without /proc/stat,
-    when the loop timed before each round varied (its spread). The loop's times are kept
-    either way: the gate reads the machine's own speed off their median."""
+    machine's CPUs) for a share of the rounds beyond the thresholds; unpinned or without
+    /proc/stat, also when the loop timed before each round varied (its spread): a host core
+    that slows for seconds at a time moves the rounds of a host-bound GPU run and never
+    shows on /proc/stat (reports/evidence/gpu/probe-host-cuda.log). The loop's times are
+    kept either way: the gate reads the machine's own speed off their median."""
     where = "the bench CPU" if pinned else "the machine's CPUs"
     found = summarise(seconds) if seconds else None
+    why: list[str] = []
     if shares is not None:
         foreign, steal = shares
-        why = [f"other processes used {foreign:.0%} of {where} during the rounds"
-               ] if foreign > NOISY_FOREIGN else []
+        why += [f"other processes used {foreign:.0%} of {where} during the rounds"
+                ] if foreign > NOISY_FOREIGN else []
         why += [f"the hypervisor took {steal:.0%}"] if steal > NOISY_STEAL else []
-        return Calibration(foreign=round(foreign, 4), steal=round(steal, 4), seconds=found,
-                           noisy=bool(why), why="; ".join(why))
-    if found is None:
+    elif found is None:
         return None
-    noisy = (found.spread or 0.0) > NOISY_SPREAD
-    return Calibration(seconds=found, noisy=noisy,
-                       why=f"calibration loop spread {found.spread:.1%} > {NOISY_SPREAD:.0%}"
-                       if noisy else "")
+    if found is not None and (shares is None or not pinned) \
+            and (found.spread or 0.0) > NOISY_SPREAD:
+        why.append(f"calibration loop spread {found.spread:.1%} > {NOISY_SPREAD:.0%}")
+    return Calibration(foreign=None if shares is None else round(shares[0], 4),
+                       steal=None if shares is None else round(shares[1], 4), seconds=found,
+                       noisy=bool(why), why="; ".join(why))
 
 
 def median_interval(values: np.ndarray, level: float = 0.95) -> tuple[float, float]:

@@ -141,3 +141,17 @@ def test_unpinned_rounds_count_the_machine_s_cpus() -> None:
 
     found = calibration((0.3, 0.0), pinned=False)
     assert found is not None and found.noisy and "of the machine's CPUs" in found.why
+
+
+def test_unpinned_a_moving_loop_marks_the_row_noisy_pinned_it_does_not() -> None:
+    """Unpinned (GPU backends) /proc/stat cannot see the host core slowing; the loop can."""
+    from mlxcompat.bench import calibration
+
+    moving = [0.0035, 0.0047, 0.0061, 0.0058, 0.0036, 0.0042, 0.0060, 0.0029, 0.0052]
+    unpinned = calibration((0.01, 0.0), moving, pinned=False)
+    assert unpinned is not None and unpinned.noisy and "loop spread" in unpinned.why
+    assert unpinned.foreign == 0.01
+    pinned = calibration((0.01, 0.0), moving, pinned=True)
+    assert pinned is not None and not pinned.noisy  # the pinned CPU's /proc/stat decides
+    steady = calibration((0.01, 0.0), [0.0035, 0.0036, 0.0035, 0.0034, 0.0035], pinned=False)
+    assert steady is not None and not steady.noisy
