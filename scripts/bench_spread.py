@@ -78,7 +78,19 @@ def _by_machine(backend: str, measured: list[MeasuredBench]) -> list[str]:
     if corr:
         lines.append(f"  {backend:<5} rank correlation of a round's tok/s with the loop's speed "
                      f"before it: median {statistics.median(corr):+.2f} over {len(corr)} rows")
+    adjusted = [_robust_cv([g * s for g, s in zip(r.gen_tok_s.values,
+                                                   r.calibration.seconds.values, strict=True)])
+                <= LIMIT for r in timed
+                if len(r.calibration.seconds.values) == len(r.gen_tok_s.values) >= 4]
+    if adjusted:
+        lines.append(f"  {backend:<5} tok/s divided by the loop's speed: spread <= 5% on "
+                     f"{_share(adjusted)} (a correction the harness does not make)")
     return lines
+
+
+def _robust_cv(values: list[float]) -> float:
+    middle = statistics.median(values)
+    return 1.4826 * statistics.median(abs(v - middle) for v in values) / middle
 
 
 def _rank_corr(a: list[float], b: list[float]) -> float:
