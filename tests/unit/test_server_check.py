@@ -11,7 +11,14 @@ from typing import Any
 import pytest
 
 from mlxcompat.checks.server import ServerRun, compare_scenario
-from mlxcompat.checks.server_workload import SCENARIOS, Sent, run_workload
+from mlxcompat.checks.server_workload import (
+    HEAD_START_S,
+    SCENARIOS,
+    Sent,
+    head_start,
+    queued,
+    run_workload,
+)
 from mlxcompat.drivers.server import (
     Completion,
     Poster,
@@ -88,11 +95,14 @@ def test_the_workload_is_bounded_and_covers_every_scenario() -> None:
     client = FakeClient()
     work = run_workload(Poster(client, "http://x", to_ids), model="/m")
     assert {s.scenario for s in work.sent} == set(SCENARIOS)
-    warm, *sent = client.bodies  # the model is loaded before the first group is sent
+    # the model is loaded, then a blocker timed alone, before the first group is sent
+    warm, timed, *sent = client.bodies
     assert len(sent) == len(work.sent) <= 30 and sorted(b["prompt"] for b in sent) == sorted(
         s.body["prompt"] for s in work.sent)
-    blocker = next(s.body["prompt"] for s in work.sent if s.name == "shared-prefix-blocker-0")
-    assert blocker.startswith(warm["prompt"]) and len(warm["prompt"]) < len(blocker)
+    blockers = [s.body["prompt"] for s in work.sent if "-blocker-" in s.name]
+    assert blockers[0].startswith(warm["prompt"]) and len(warm["prompt"]) < len(blockers[0])
+    assert len(timed["prompt"]) == len(blockers[0])  # as long, and no prefix of any of them
+    assert all(b[0] != timed["prompt"][0] for b in blockers)
     assert all(b["max_tokens"] <= 40 and b["model"] == "/m" for b in client.bodies)
     assert max(len(b["prompt"]) for b in client.bodies) >= 256  # longer than the prefill step
     turns = {s.name: s for s in work.sent if s.scenario == "multi-turn"}
@@ -335,3 +345,78 @@ def test_a_paused_server_is_stopped_until_resumed_and_stop_ends_it_even_paused()
     finally:
         server.proc.kill()
         server.proc.wait()
+
+
+def test_the_head_start_is_shorter_than_a_fast_blocker_and_never_longer_than_50_ms() -> None:
+    """On the H200 a blocker was answered in 29-38 ms, before a fixed 50 ms head start
+    ended: its group reached an idle server."""
+    def answered_in(seconds: float):
+        return lambda body: Completion([1, 2], [-1.0, -1.0], seconds)
+
+    assert head_start(answered_in(0.030)) == pytest.approx(0.012)
+    assert head_start(answered_in(0.300)) == HEAD_START_S
+    failed = lambda body: Completion([], None, 0.01, error="HTTP 500: boom")  # noqa: E731
+    assert head_start(failed) == HEAD_START_S
+
+
+def test_a_group_sent_after_its_blocker_was_answered_fails_closed() -> None:
+    blocker = Completion([1, 2], [-1.0, -1.0], 0.030, began=10.000)
+    late = [Completion([3], [-1.0], 0.01, began=10.050), blocker]
+    early = [Completion([3], [-1.0], 0.01, began=10.012), blocker]
+    barely = [Completion([3], [-1.0], 0.01, began=10.0295), blocker]  # its prefill was done
+    assert queued(late) == pytest.approx(-0.020) and queued(early) == pytest.approx(0.018)
+    for got, verdict in ((late, "error"), (barely, "error"), (early, "pass")):
+        sent = [Sent("shared-prefix", f"r{i}", {}, g, queued_s=queued(got))
+                for i, g in enumerate(got)]
+        run = ServerRun(sent=sent, alone=list(got), head_start_s=0.05)
+        found = compare_scenario(run, "shared-prefix", 1e-4)
+        assert found.verdict == verdict, found.detail
+    assert "not queued: a group was sent -20 ms before its blocker was answered" in \
+        compare_scenario(ServerRun(sent=[Sent("shared-prefix", f"r{i}", {}, g,
+                                              queued_s=queued(late))
+                                         for i, g in enumerate(late)],
+                                   alone=list(late), head_start_s=0.05),
+                         "shared-prefix", 1e-4).detail
+    assert found.metrics["queued_s"] == [0.018] and found.metrics["head_start_s"] == 0.05
+
+
+def test_an_idle_group_is_named_for_the_one_retry() -> None:
+    from mlxcompat.checks.server import _idle_group
+
+    got = Completion([3], [-1.0], 0.01)
+    sent = [Sent("long-prompt", "long-97", {}, got, queued_s=0.002),
+            Sent("shared-prefix", "shared-0", {}, got, queued_s=0.04)]
+    assert "long-97's group was sent 2 ms before" in _idle_group(ServerRun(sent=sent))
+    assert _idle_group(ServerRun(sent=sent[1:])) == ""
+
+
+def test_the_server_is_held_while_a_late_group_is_sent() -> None:
+    """The group's requests are all sent while the server is stopped (pause before the
+    first, resume after the last), and count as arriving when it was continued."""
+    import threading
+    import time
+
+    from mlxcompat.checks.server_workload import BLOCKER_TOKENS, _body, _together
+
+    events: list[str] = []
+    lock = threading.Lock()
+
+    def post(body: dict) -> Completion:
+        blocker, began = len(body["prompt"]) == BLOCKER_TOKENS, time.perf_counter()
+        with lock:
+            events.append("blocker" if blocker else "group")
+        time.sleep(0.2 if blocker else 0.0)
+        return Completion([1], [-1.0], time.perf_counter() - began, began=began)
+
+    class Hold:
+        def pause(self) -> None:
+            events.append("pause")
+
+        def resume(self) -> None:
+            events.append("resume")
+
+    got = _together(post, [_body([1, 2], 1, True) for _ in range(3)], 0, 0.02, Hold())
+    assert events[0] == "blocker" and events[1] == "pause" and events[-1] == "resume"
+    assert events.count("group") == 3 and events.index("resume") > max(
+        i for i, e in enumerate(events) if e == "group")
+    assert queued(got) is not None and queued(got) > 0.1

@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -38,6 +38,19 @@ LONG = (300, 233, 97)  # longer than the prefill step
 CANCEL_AFTER = 3
 BLOCKER_TOKENS = 768
 HEAD_START_S = 0.05  # the blocker is being prefilled when the group arrives
+# ... unless the blocker is answered sooner: a fixed 50 ms head start outlasted the whole
+# blocker on the H200 (29-38 ms), so the group was sent to an idle server and nothing made
+# it queue. The head start is at most this share of the blocker's time alone, measured on
+# the same server first (its content never changes, only when the group is sent). A busy
+# machine's client threads woke up to 190 ms late (9% of the committed CPU groups looked
+# sent after their blocker's prefill), so the server is stopped while the group is sent
+# (`_together`), and the servers run niced below it (`mlxcompat.serve`). A run with a group
+# let in less than `MIN_QUEUED_S` before its blocker's answer is served again by a fresh
+# pair of servers, up to `checks.server.QUEUE_RETRIES` times, then fails its scenario.
+HEAD_START_SHARE = 0.4
+SEND_S = 0.01  # after the group's threads began to send, before the server is continued
+MIN_QUEUED_S = 0.005  # sent later than this before the blocker's answer: its prefill was done
+TIMING_GROUP = 3  # the blocker timed alone: tokens of its own (no prefix of another's)
 GROUP = 3  # requests sent together (and the blocker): within the prompt concurrency, 4
 # The server loads a model at its first request for it. Were that the blocker, a group sent
 # during the load would be prefilled with it, 740-odd tokens of padding apiece, and on a slow
@@ -56,12 +69,14 @@ class Sent:
     body: dict[str, Any]
     got: Completion
     cancelled: bool = False
+    queued_s: float | None = None  # sent in a group: how long before its blocker's answer
 
 
 @dataclass
 class Workload:
     sent: list[Sent] = field(default_factory=list)
     seconds: float = 0.0
+    head_start_s: float = HEAD_START_S
 
 
 def _body(prompt: list[int], max_tokens: int, logprobs: bool, **sampling: Any) -> dict:
@@ -128,36 +143,86 @@ def _conversations(post: Callable[[dict], Completion], rng: np.random.Generator)
     return sent
 
 
-def _together(post: Callable[[dict], Completion], bodies: list[dict], group: int
-              ) -> list[Completion]:
+def head_start(post: Callable[[dict], Completion]) -> float:
+    """The group's delay after its blocker: `HEAD_START_S`, or less where a blocker alone
+    (timed here, not compared) is answered in under `HEAD_START_S / HEAD_START_SHARE`."""
+    alone = post(_body(_blocker(TIMING_GROUP), 2, logprobs=True))
+    if alone.error or alone.seconds <= 0:
+        return HEAD_START_S
+    return min(HEAD_START_S, HEAD_START_SHARE * alone.seconds)
+
+
+class Hold(Protocol):
+    """The server under test, stopped and continued (`Server.pause` / `resume`)."""
+
+    def pause(self) -> None: ...
+
+    def resume(self) -> None: ...
+
+
+def _together(post: Callable[[dict], Completion], bodies: list[dict], group: int,
+              delay: float = HEAD_START_S, hold: Hold | None = None) -> list[Completion]:
     """Send `bodies` at once while the server is busy prefilling a long blocker (appended to
-    `bodies`; the caller records it too), so that they queue up and the server prefills them
-    together: without it, whether two requests share a prefill depends on thread timing, and
-    so would the verdict. A group stays within the prompt concurrency (`GROUP`)."""
+    `bodies`; the caller records it too), `delay` after it, so that they queue up and the
+    server prefills them together: without it, whether two requests share a prefill depends
+    on thread timing, and so would the verdict. A group stays within the prompt concurrency
+    (`GROUP`). With `hold`, the server is stopped from the end of the head start until every
+    request of the group has been sent, so a client whose threads wake late (a busy machine:
+    up to 190 ms here) cannot let the blocker finish first; the blocker's answer then still
+    comes after the group was let in (`queued`), unless it came before the stop."""
     bodies.append(_body(_blocker(group), 2, logprobs=True))
     order = [len(bodies) - 1, *range(len(bodies) - 1)]
     gate = threading.Barrier(len(bodies) - 1)
+    sending = [threading.Event() for _ in bodies]
 
     def send(i: int) -> Completion:
         if i != order[0]:
             gate.wait(timeout=30)
+        sending[i].set()
         return post(bodies[i])
 
     with ThreadPoolExecutor(max_workers=len(bodies)) as pool:
         first = pool.submit(send, order[0])
-        time.sleep(HEAD_START_S)
-        rest = {i: pool.submit(send, i) for i in order[1:]}
+        time.sleep(delay)
+        held = hold is not None and not first.done()
+        if held:
+            hold.pause()
+        try:
+            rest = {i: pool.submit(send, i) for i in order[1:]}
+            if held:
+                for i in order[1:]:
+                    sending[i].wait(timeout=30)
+                time.sleep(SEND_S)  # their bytes reach the server's socket while it is stopped
+        finally:
+            if held:
+                hold.resume()
+        let_in = time.perf_counter()
         found = {order[0]: first.result(), **{i: f.result() for i, f in rest.items()}}
+    if held:
+        for i in order[1:]:  # from the server's view they arrived when it was continued
+            found[i].began = max(found[i].began, let_in)
     return [found[i] for i in range(len(bodies))]
 
 
+def queued(got: list[Completion]) -> float | None:
+    """How long before the blocker (the last) was answered its group's last request was
+    sent; negative: the group reached an idle server. None where a request failed (the
+    failure is the row's verdict then)."""
+    *group, blocker = got
+    if any(g.error for g in got) or not group:
+        return None
+    return blocker.began + blocker.seconds - max(g.began for g in group)
+
+
 def _record(scenario: str, names: list[str], bodies: list[dict], got: list[Completion],
-            group: int = 0) -> list[Sent]:
+            group: int = 0, queued_s: float | None = None) -> list[Sent]:
     names = names + [f"{scenario}-blocker-{group}"] * (len(bodies) - len(names))
-    return [Sent(scenario, n, b, g) for n, b, g in zip(names, bodies, got, strict=True)]
+    return [Sent(scenario, n, b, g, queued_s=queued_s)
+            for n, b, g in zip(names, bodies, got, strict=True)]
 
 
-def run_workload(poster: Poster, model: str, seed: int = 0) -> Workload:
+def run_workload(poster: Poster, model: str, seed: int = 0, hold: Hold | None = None
+                 ) -> Workload:
     """Send the workload for `model` (a folder the server loads) to the server under test;
     bounded: every request has max_tokens and a timeout, and the phases run in order."""
     rng = np.random.default_rng(seed)
@@ -169,10 +234,12 @@ def run_workload(poster: Poster, model: str, seed: int = 0) -> Workload:
 
     out = Workload()
     post(_body(_blocker()[:WARM_TOKENS], 2, logprobs=False))  # loads the model (see WARM_TOKENS)
+    out.head_start_s = head_start(post)
     for k, group in enumerate(_at_once(rng)):
         bodies = [item[2] for item in group]
-        got = _together(post, bodies, k)
-        out.sent += _record(group[0][0], [item[1] for item in group], bodies, got, k)
+        got = _together(post, bodies, k, out.head_start_s, hold)
+        out.sent += _record(group[0][0], [item[1] for item in group], bodies, got, k,
+                            queued(got))
     out.sent += _conversations(post, rng)
     prompt = _draw(rng, 20)
     body = {**_body(prompt, 40, logprobs=False), "model": model}

@@ -248,7 +248,9 @@ class Poster:
     def _send(self, request: Callable[[], Completion]) -> Completion:
         if self.gone:
             return Completion([], None, 0.0, error=f"not sent: the server is gone ({self.gone})")
+        began = time.perf_counter()
         got = request() if self.death is None else self._watched(request, self.death)
+        got.began = began
         if not self.gone and any(mark in got.error for mark in GONE):
             self.gone = got.error[:200]
         return got
@@ -284,6 +286,7 @@ class Completion:
     cached_tokens: int | None = None
     error: str = ""
     finish_reason: str | None = None
+    began: float = 0.0  # time.perf_counter() when it was sent (Poster), to order requests
 
 
 def _logprobs(choice: dict[str, Any]) -> tuple[list[int] | None, list[float] | None]:
