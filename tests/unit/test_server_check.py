@@ -420,3 +420,13 @@ def test_the_server_is_held_while_a_late_group_is_sent() -> None:
     assert events.count("group") == 3 and events.index("resume") > max(
         i for i, e in enumerate(events) if e == "group")
     assert queued(got) is not None and queued(got) > 0.1
+
+
+def test_a_dying_thread_s_exception_is_found_past_access_log_lines() -> None:
+    from mlxcompat.drivers.server import _raised
+
+    lines = ['  File "mlx_lm/server.py", line 9, in _generate',
+             '127.0.0.1 - - [04/Dec/2026 19:10:52] "POST /v1/completions HTTP/1.1" 200 -',
+             "    cache = MambaCache(size=2)",
+             "TypeError: MambaCache.__init__() got an unexpected keyword argument 'size'"]
+    assert _raised(lines) == lines[-1]

@@ -88,14 +88,19 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+ACCESS_LOG = re.compile(r"^\S+ - \S+ \[[^\]]*\] ")  # http.server's line per request
+
+
 def _raised(traceback: list[str]) -> str:
     """The exception line of a traceback's lines ('' until printed). An unraisable error
     printed in the middle of it (a `__del__` run by the garbage collector while the thread's
-    traceback is being written: "Exception ignored in: …" and its own traceback) is skipped."""
+    traceback is being written: "Exception ignored in: …" and its own traceback) is skipped,
+    and so is a request's access-log line another thread printed meanwhile (requests let
+    in at once, as the server check's groups are, while the generation thread dies)."""
     ignored = False
     for line in traceback:
         if line[:1] in (" ", "\t", "") or line.startswith(
-                ("Traceback", "During handling", "The above")):
+                ("Traceback", "During handling", "The above")) or ACCESS_LOG.match(line):
             continue
         if line.startswith("Exception ignored in"):
             ignored = True
