@@ -198,8 +198,9 @@ QUEUE_RETRIES = 3  # fresh pairs for a run whose group met an idle server (`_idl
 
 def _idle_group(run: ServerRun) -> str:
     """Why a group of `run` did not queue behind its blocker ('' if every one did)."""
-    late = [s for s in run.sent if s.queued_s is not None and s.queued_s < MIN_QUEUED_S]
-    return (f"{late[0].name}'s group was sent {late[0].queued_s * 1e3:.0f} ms before its "
+    late = [(s.name, s.queued_s) for s in run.sent
+            if s.queued_s is not None and s.queued_s < MIN_QUEUED_S]
+    return (f"{late[0][0]}'s group was sent {late[0][1] * 1e3:.0f} ms before its "
             "blocker was answered (not queued)") if late else ""
 
 

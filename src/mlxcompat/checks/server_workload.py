@@ -184,21 +184,21 @@ def _together(post: Callable[[dict], Completion], bodies: list[dict], group: int
     with ThreadPoolExecutor(max_workers=len(bodies)) as pool:
         first = pool.submit(send, order[0])
         time.sleep(delay)
-        held = hold is not None and not first.done()
-        if held:
-            hold.pause()
+        held = hold if hold is not None and not first.done() else None
+        if held is not None:
+            held.pause()
         try:
             rest = {i: pool.submit(send, i) for i in order[1:]}
-            if held:
+            if held is not None:
                 for i in order[1:]:
                     sending[i].wait(timeout=30)
                 time.sleep(SEND_S)  # their bytes reach the server's socket while it is stopped
         finally:
-            if held:
-                hold.resume()
+            if held is not None:
+                held.resume()
         let_in = time.perf_counter()
         found = {order[0]: first.result(), **{i: f.result() for i, f in rest.items()}}
-    if held:
+    if held is not None:
         for i in order[1:]:  # from the server's view they arrived when it was continued
             found[i].began = max(found[i].began, let_in)
     return [found[i] for i in range(len(bodies))]
