@@ -380,7 +380,7 @@ def test_a_group_sent_after_its_blocker_was_answered_fails_closed() -> None:
     assert found.metrics["queued_s"] == [0.018] and found.metrics["head_start_s"] == 0.05
 
 
-def test_an_idle_group_is_named_for_the_one_retry() -> None:
+def test_an_idle_group_is_named_for_its_retry() -> None:
     from mlxcompat.checks.server import _idle_group
 
     got = Completion([3], [-1.0], 0.01)

@@ -166,24 +166,28 @@ def server_run(model: str, ctx: Context) -> tuple[Session, ServerRun]:
         run = _serve_once(session, folder)
         race = _half_written(session)
         if race:  # the machine's kernel cache, not the release: a fresh pair, once more
-            session.stop()
             time.sleep(RETRY_PAUSE_S)
-            session = _LIVE[0] = _start(ctx, folder, root)
-            run = _serve_once(session, folder)
-            run.retried_after = race
+            session, run = _served_again(ctx, folder, root, race)
         for _ in range(QUEUE_RETRIES):  # a late client (a busy machine), not the server:
             idle = _idle_group(run)        # a fresh pair; never retried for its verdict
             if not idle:
                 break
-            session.stop()
-            session = _LIVE[0] = _start(ctx, folder, root)
-            run = _serve_once(session, folder)
-            run.retried_after = idle
+            session, run = _served_again(ctx, folder, root, idle)
         _RUNS[model] = (session, run)
         return session, run
     finally:
         if not _PLAN or model == _PLAN[-1]:
             stop_servers()
+
+
+def _served_again(ctx: Context, folder: Path, root: Path, why: str
+                  ) -> tuple[Session, ServerRun]:
+    """The live pair stopped, a fresh one started, `folder` served by it; `why` kept."""
+    _LIVE[0].stop()
+    session = _LIVE[0] = _start(ctx, folder, root)
+    run = _serve_once(session, folder)
+    run.retried_after = why
+    return session, run
 
 
 def _serve_once(session: Session, folder: Path) -> ServerRun:
@@ -198,8 +202,7 @@ QUEUE_RETRIES = 3  # fresh pairs for a run whose group met an idle server (`_idl
 
 def _idle_group(run: ServerRun) -> str:
     """Why a group of `run` did not queue behind its blocker ('' if every one did)."""
-    late = [(s.name, s.queued_s) for s in run.sent
-            if s.queued_s is not None and s.queued_s < MIN_QUEUED_S]
+    late = [(s.name, s.queued_s or 0.0) for s in run.sent if s.idle]
     return (f"{late[0][0]}'s group was sent {late[0][1] * 1e3:.0f} ms before its "
             "blocker was answered (not queued)") if late else ""
 
@@ -238,8 +241,7 @@ def compare_scenario(run: ServerRun, scenario: str, tolerance: float) -> Compari
     if errors:
         return Comparison("error", None, False, "request failed: " + "; ".join(errors)[:600],
                           {"requests": len(pairs)})
-    idle = sorted({s.queued_s for s, _ in pairs
-                   if s.queued_s is not None and s.queued_s < MIN_QUEUED_S})
+    idle = sorted({s.queued_s or 0.0 for s, _ in pairs if s.idle})
     if idle:  # what the scenario is for (requests batched while the server is busy) never ran
         return Comparison("error", None, False, "not queued: a group was sent "
                           f"{idle[0] * 1e3:.0f} ms before its blocker was answered (at least "

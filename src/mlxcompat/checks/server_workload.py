@@ -71,6 +71,11 @@ class Sent:
     cancelled: bool = False
     queued_s: float | None = None  # sent in a group: how long before its blocker's answer
 
+    @property
+    def idle(self) -> bool:
+        """Sent in a group that reached the server too late to queue behind its blocker."""
+        return self.queued_s is not None and self.queued_s < MIN_QUEUED_S
+
 
 @dataclass
 class Workload:
