@@ -52,7 +52,8 @@ TOP_LEVEL_ROOM = {
     "runner": "runner", "workers": "runner", "forkserver": "runner", "merge": "runner",
     "inputs": "runner", "installs": "runner", "resolve": "runner", "pypi": "runner",
     "hosted": "runner",
-    "sharing": "runner", "source_install": "runner",
+    "sharing": "runner", "source_install": "runner", "benchlock": "runner",
+    "bench_share": "runner",
 }
 ENTRY = "entry"
 LOOKUP_METHODS = ("get", "setdefault", "pop")

@@ -32,6 +32,16 @@ def cpu_times(cpu: int | None) -> tuple[float, float] | None:
     return None
 
 
+def run_cpus() -> set[int]:
+    """Every CPU this run may use: MLXCOMPAT_CPUS as the nox process found them before it
+    kept itself off a CPU another cell was timing rounds on (its children inherit that
+    narrower set: `mlxcompat.benchlock`), else this process's own; empty off Linux."""
+    named = os.environ.get("MLXCOMPAT_CPUS", "")
+    if named:
+        return {int(c) for c in named.split(",")}
+    return set(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else set()
+
+
 @dataclass
 class CpuWatch:
     """Accumulates, over the rounds it watches, the CPU's busy and steal time, this

@@ -27,6 +27,7 @@ import nox
 from mlxcompat.bytecode import keep_bytecode
 from mlxcompat.canary import register_canary
 from mlxcompat.cell_install import pip_install
+from mlxcompat.cell_runs import CellRuns
 from mlxcompat.installs import harness_requirement, resolution_target
 from mlxcompat.matrix import Cell, Matrix, load_matrix
 from mlxcompat.records.cell import CellDoc, InstallRecord
@@ -74,6 +75,7 @@ class Sessions:
         self.run_id = RUN_ID
         self.install = pip_install
         self._resolving: dict[str, Future[dict[str, str]]] = {}
+        self.runs = CellRuns()  # cell runs still timing rounds while the next cell runs
 
     def resolution(self, cell: Cell) -> Future[dict[str, str]]:
         """A resolved cell's pins, resolved in the background the first time any cell runs:
@@ -149,6 +151,9 @@ class Sessions:
         for stale in (out, out.with_name(f"{stem}.bench.json")):
             stale.unlink(missing_ok=True)  # a crash must never leave old results standing
         log.write_text("")
+        overlap = self.runs.overlap(self.matrix.backend(self.backend).device)
+        if overlap:
+            self.runs.before_install()
         install = self.install_cell(session, cell, log)
         print(f"[mlxcompat] {name}: install {'ok' if install.ok else 'failed'} in "
               f"{install.seconds}s")
@@ -166,9 +171,12 @@ class Sessions:
                    sources={k: v.commit if cell.sources[k].git else "tree:" + v.tree
                             for k, v in install.sources.items()})
         run.last_seconds = last
-        cell_run = run.write(venv / "cell-run.json")
-        session.run("mlxcompat", "--matrix", str(self.matrix_file), "run", "--cell-run",
-                    str(cell_run), env={"HF_HUB_OFFLINE": "1"})
+        argv = ["mlxcompat", "--matrix", str(self.matrix_file), "run", "--cell-run",
+                str(run.write(venv / "cell-run.json"))]
+        if overlap:
+            self.runs.start(session, name, argv, {"HF_HUB_OFFLINE": "1"})
+        else:
+            session.run(*argv, env={"HF_HUB_OFFLINE": "1"})
 
     def reused(self, session: nox.Session, cell: Cell, out: Path, args: Any) -> str:
         """The run id of the cell's last result when every subject of it can be reused
@@ -239,14 +247,17 @@ def sessions(matrix: str | Path = "matrix.yaml", raw: str | Path = "reports/raw"
     @nox.session(python=s.python)
     def drift(session: nox.Session) -> None:
         """The API-drift scan of every release's wheel, and each subject's declared range."""
+        s.runs.before_install()  # beside the last cell's timed rounds, off their CPU
         session.install(*harness_requirement())
         session.run("mlxcompat", "--matrix", str(s.matrix_file), "drift", "--cache",
                     str(Path(".nox", "wheels").resolve()), "--out",
                     str(s.raw.parent / "drift.json"))
+        s.runs.finish(session)
 
     @nox.session(python=s.python)
     def report(session: nox.Session) -> None:
         """compat.{json,md,html} from reports/raw, against the baseline; fails closed."""
+        s.runs.finish(session)
         session.install(*harness_requirement())
         session.install("jinja2>=3", "matplotlib>=3.8")
         own = split_posargs(session.posargs)[1]

@@ -20,6 +20,8 @@ import time
 from pathlib import Path
 
 from mlxcompat import forkserver
+from mlxcompat.bench_share import BenchShare
+from mlxcompat.cpuwatch import run_cpus
 from mlxcompat.matrix import SubjectSpec
 from mlxcompat.merge import Part, merge_cell
 from mlxcompat.records.cell import CellDoc
@@ -56,19 +58,20 @@ def _busy(workers: dict[str, Worker], turns: TurnOrder) -> int:
 
 def _loop(opts: RunOptions, tmp: Path, need: Path | None, events: Events,
           workers: dict[str, Worker], todo: list[SubjectSpec],
-          server: ForkServer | None) -> bool:
+          server: ForkServer | None, share: BenchShare) -> bool:
     """Start, coordinate and collect every subject process; False when time ran out."""
     deadline = time.monotonic() + opts.run.timeout_s
     turns = TurnOrder(freeze_policy(opts.device))
     try:
-        return _coordinate(opts, tmp, need, events, workers, todo, server, deadline, turns)
+        return _coordinate(opts, tmp, need, events, workers, todo, server, deadline, turns,
+                           share)
     finally:
         turns.thaw_all()
 
 
 def _coordinate(opts: RunOptions, tmp: Path, need: Path | None, events: Events,
                 workers: dict[str, Worker], todo: list[SubjectSpec], server: ForkServer | None,
-                deadline: float, turns: TurnOrder) -> bool:
+                deadline: float, turns: TurnOrder, share: BenchShare) -> bool:
     timed_phase = False
     host = next((s for s in todo if s.name == UPSTREAM), None) if need else None
     if host is not None:  # first: every other process waits for its need probe
@@ -76,14 +79,26 @@ def _coordinate(opts: RunOptions, tmp: Path, need: Path | None, events: Events,
     if need is not None and host is None:
         workers[NEED_PROBE] = start_need_probe(opts, need, events)
     while todo or any(not w.exited for w in workers.values()):
+        share.tick()
         while todo and _busy(workers, turns) < max(1, opts.run.jobs):
             subject = todo.pop(0)
             workers[subject.name] = start_worker(opts, subject, tmp, need, events,
                                                  hosts_need_probe=subject is host,
                                                  server=server)
+        if not todo and _busy(workers, turns) < max(1, opts.run.jobs):
+            share.hand_off()  # a CPU is free: the next cell may start on it
         if opts.bench:
-            turns.grant([w for n, w in workers.items() if n != NEED_PROBE],
-                        bool(todo) or _busy(workers, turns) > 0)
+            checking = bool(todo) or _busy(workers, turns) > 0
+            if not checking and not timed_phase and any(w.waiting for w in workers.values()):
+                started = time.monotonic()
+                if not share.take(deadline - started):
+                    print(f"[mlxcompat] {opts.run.name}: another run held the bench CPU "
+                          "for the rest of this cell's time", flush=True)
+                    return False
+                timed_phase = _keep_off_the_bench_cpu(opts.device)
+                share.settle()
+                deadline += time.monotonic() - started  # waiting is not this cell's time
+            turns.grant([w for n, w in workers.items() if n != NEED_PROBE], checking)
             if turns.turn == 1 and not timed_phase:
                 timed_phase = _keep_off_the_bench_cpu(opts.device)
         remaining = deadline - time.monotonic()
@@ -104,7 +119,7 @@ def _keep_off_the_bench_cpu(device: str) -> bool:
     cpu = bench_cpu(device)
     if cpu is None or not hasattr(os, "sched_getaffinity"):
         return True
-    others = os.sched_getaffinity(0) - {cpu}
+    others = run_cpus() - {cpu}
     if others:
         for task in Path("/proc/self/task").iterdir():
             with contextlib.suppress(OSError, ValueError):
@@ -125,9 +140,10 @@ def run_cell(opts: RunOptions) -> CellDoc:
     with tempfile.TemporaryDirectory(prefix="mlxcompat-") as tmp_name:
         tmp = Path(tmp_name)
         need = tmp / "need.json" if opts.need_probe and todo else None
+        share = BenchShare(opts)
         server = ForkServer(subject_env(opts, None)) if todo and forkserver.available() else None
         try:
-            if not _loop(opts, tmp, need, events, workers, todo, server):
+            if not _loop(opts, tmp, need, events, workers, todo, server, share):
                 for w in workers.values():
                     if not w.exited:
                         kill(w.proc)
@@ -135,6 +151,7 @@ def run_cell(opts: RunOptions) -> CellDoc:
         finally:
             if server is not None:
                 server.close()
+            share.lock.release()
         record = _need_record(need) if need else None
         workers.pop(NEED_PROBE, None)
         parts = {name: Part(w, read_document(w.part), read_json(w.part.with_suffix(".bench.json")))

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from mlxcompat.cpuwatch import run_cpus
 from mlxcompat.matrix import SubjectSpec
 from mlxcompat.matrix_entries import packaged
 from mlxcompat.records.names import UPSTREAM
@@ -134,7 +135,7 @@ def bench_cpu(device: str = "cpu") -> int | None:
     if policy == "0" or (policy != "1" and device != "cpu") \
             or not hasattr(os, "sched_getaffinity"):
         return None
-    return max(os.sched_getaffinity(0))
+    return max(run_cpus())
 
 
 def freeze_policy(device: str = "cpu") -> Hold | None:

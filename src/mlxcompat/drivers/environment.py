@@ -8,6 +8,7 @@ import sys
 from importlib import metadata
 from typing import Any
 
+from mlxcompat.cpuwatch import run_cpus
 from mlxcompat.records.cell import Environment, Fingerprint
 
 PACKAGES = (
@@ -66,7 +67,7 @@ def _cpu_model() -> str:
 
 def fingerprint(backend: str, device: str) -> Fingerprint:
     """What makes throughput comparable: only a baseline with the same one gates a run."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    cores = len(run_cpus()) or os.cpu_count()
     return Fingerprint(os=sys.platform, arch=platform.machine(), cpu=_cpu_model(), cores=cores,
                        backend=backend, device=device)
 

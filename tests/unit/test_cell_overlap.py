@@ -1,0 +1,145 @@
+"""Cells that overlap: the bench lock between runners, keeping processes off the bench CPU,
+and the nox side that hands a run on and still fails its cell when the run fails later."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from mlxcompat import benchlock
+from mlxcompat.cell_runs import CellRuns
+
+pytestmark = pytest.mark.skipif(not benchlock.supported(), reason="Linux only (flock, affinity)")
+HOLD = "import fcntl, os, sys, time; fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT); " \
+       "fcntl.flock(fd, fcntl.LOCK_EX); print('held', flush=True); time.sleep(60)"
+
+
+@pytest.fixture
+def lock_file(tmp_path, monkeypatch) -> Path:
+    path = tmp_path / "bench.lock"
+    monkeypatch.setenv("MLXCOMPAT_BENCH_LOCK", str(path))
+    return path
+
+
+def _holder(path: Path) -> subprocess.Popen[str]:
+    proc = subprocess.Popen([sys.executable, "-c", HOLD, str(path)], stdout=subprocess.PIPE,
+                            text=True)
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "held"
+    return proc
+
+
+def test_a_lock_held_by_another_process_is_seen_and_waited_for(lock_file) -> None:
+    holder = _holder(lock_file)
+    try:
+        assert benchlock.held_elsewhere()
+        lock = benchlock.BenchLock()
+        assert not lock.acquire(timeout_s=0.5)  # it stays taken: the caller gets False
+    finally:
+        holder.kill()
+        holder.wait()
+    assert not benchlock.held_elsewhere()  # the kernel dropped it with its process
+    lock = benchlock.BenchLock()
+    assert lock.acquire(timeout_s=1)
+    assert lock.held
+    lock.release()
+    assert not lock.held
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs")
+def test_confining_moves_free_processes_off_the_bench_cpu_and_leaves_pinned_ones(
+        monkeypatch) -> None:
+    every = set(os.sched_getaffinity(0))
+    bench = max(every)
+    monkeypatch.setenv("MLXCOMPAT_CPUS", ",".join(map(str, sorted(every))))
+    free = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    pinned = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    os.sched_setaffinity(pinned.pid, {bench})
+    try:
+        others = benchlock.confine_tree(bench)
+        assert others == every - {bench}
+        assert os.sched_getaffinity(0) == others
+        assert os.sched_getaffinity(free.pid) == others
+        assert os.sched_getaffinity(pinned.pid) == {bench}
+        assert benchlock.widen(others, every) >= 2  # this process and the free child
+        assert os.sched_getaffinity(0) == every
+        assert os.sched_getaffinity(free.pid) == every
+        assert os.sched_getaffinity(pinned.pid) == {bench}
+    finally:
+        os.sched_setaffinity(0, every)
+        for proc in (free, pinned):
+            proc.kill()
+            proc.wait()
+
+
+class FakeSession:
+    """The slice of nox.Session that CellRuns uses."""
+
+    def __init__(self, venv: Path) -> None:
+        self.virtualenv = type("Venv", (), {"location": str(venv)})()
+        self.errors: list[str] = []
+        self.logged: list[str] = []
+
+    def log(self, text: str) -> None:
+        self.logged.append(text)
+
+    def error(self, text: str) -> None:
+        self.errors.append(text)
+        raise RuntimeError(text)
+
+
+def _venv_with(tmp_path: Path, body: str) -> Path:
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    script = venv / "bin" / "fake-run"
+    script.write_text(f"#!{sys.executable}\n" + textwrap.dedent(body))
+    script.chmod(0o755)
+    return venv
+
+
+def test_a_run_handed_on_that_fails_later_fails_the_session_that_waits(tmp_path) -> None:
+    venv = _venv_with(tmp_path, """
+        import os, pathlib, sys, time
+        pathlib.Path(os.environ["MLXCOMPAT_HANDOFF"]).write_text("x")
+        time.sleep(0.5)
+        sys.exit(3)
+    """)
+    runs = CellRuns()
+    session = FakeSession(venv)
+    started = time.monotonic()
+    runs.start(session, "cell-a", ["fake-run"], {})
+    assert time.monotonic() - started < 0.5 and len(runs.running) == 1  # handed on
+    with pytest.raises(RuntimeError, match=r"cell-a \(exit 3\)"):
+        runs.finish(session)
+    assert runs.wait_all() == []  # named once
+
+
+def test_a_run_that_fails_before_handing_on_fails_its_own_session(tmp_path) -> None:
+    venv = _venv_with(tmp_path, "import sys; sys.exit(2)\n")
+    runs = CellRuns()
+    with pytest.raises(RuntimeError, match="cell-b: mlxcompat run exited with 2"):
+        runs.start(FakeSession(venv), "cell-b", ["fake-run"], {})
+    assert runs.running == []
+
+
+def test_no_more_than_two_runs_at_once(tmp_path) -> None:
+    venv = _venv_with(tmp_path, """
+        import os, pathlib, time
+        pathlib.Path(os.environ["MLXCOMPAT_HANDOFF"]).write_text("x")
+        time.sleep(1.0)
+    """)
+    runs = CellRuns()
+    session = FakeSession(venv)
+    started = time.monotonic()
+    runs.start(session, "one", ["fake-run"], {})
+    runs.start(session, "two", ["fake-run"], {})
+    assert time.monotonic() - started < 0.9
+    runs.start(session, "three", ["fake-run"], {})  # waits for "one" to end first
+    assert time.monotonic() - started >= 1.0
+    assert [name for name, _ in runs.running] == ["two", "three"]
+    assert runs.wait_all() == []
