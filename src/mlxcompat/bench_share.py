@@ -4,8 +4,10 @@
 - It hands on (writes the handoff file the nox process waits for) as soon as a CPU would
   go idle: every subject process is started and fewer than `jobs` still check. The next
   cell then installs and checks beside this cell's last checks and its timed rounds.
-- It takes the bench lock before its first timed round, moves off the bench CPU and waits
-  (briefly) for that CPU to fall quiet, so the other runner has seen the lock first.
+- It takes the bench lock before its first timed round, moves every other process of the
+  matrix run (the tree of the nox process that started it, less its own) off the bench CPU,
+  and waits (briefly) for that CPU to fall quiet; they get their CPUs back just before it
+  releases the lock. Each runner also looks for itself, for the processes it starts.
 - While another runner holds the lock, this runner and every process below it stay off the
   bench CPU; once the lock is free they use every CPU again. Twice a second it looks.
 """
@@ -33,8 +35,10 @@ class BenchShare:
         self.confined: set[int] | None = None
         self.handoff = os.environ.get("MLXCOMPAT_HANDOFF", "")
         self._checked = 0.0
+        self._cleared: dict[int, set[int]] = {}
         if self.on:
-            benchlock.unconfine()  # the nox process may have started it off the bench CPU
+            if not benchlock.held_elsewhere(self.lock.path):
+                benchlock.unconfine()  # the nox process may have started it off the bench CPU
             self.tick(force=True)
 
     def tick(self, force: bool = False) -> None:
@@ -63,6 +67,8 @@ class BenchShare:
         if self.confined is not None:
             benchlock.widen(self.confined, run_cpus())
             self.confined = None
+        if self.cpu is not None:
+            self._cleared = benchlock.clear_bench(self.cpu, os.getppid(), os.getpid())
         if self.lock.waited_s >= 1:
             print(f"[mlxcompat] {self.name}: waited {self.lock.waited_s:.1f}s for the bench "
                   "CPU", flush=True)
@@ -74,6 +80,14 @@ class BenchShare:
         it within CHECK_EVERY_S of seeing the lock), at most four times that."""
         if self.on and self.cpu is not None:
             benchlock.wait_quiet(self.cpu, 4 * self.CHECK_EVERY_S)
+
+    def release(self) -> None:
+        """The end of this cell's timed rounds: the processes moved for them get their CPUs
+        back, then the lock goes."""
+        if self._cleared and self.cpu is not None:
+            benchlock.restore(self._cleared, self.cpu)
+            self._cleared = {}
+        self.lock.release()
 
     def hand_off(self) -> None:
         if self.handoff:

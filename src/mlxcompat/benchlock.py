@@ -157,6 +157,39 @@ def confine_tree(bench: int) -> set[int]:
     return others
 
 
+def clear_bench(bench: int, root: int, own: int) -> dict[int, set[int]]:
+    """Move every task below `root` (the nox process that started this run), outside the
+    tree of `own` (this runner), off the bench CPU, so nothing of this matrix run shares it
+    from the first timed round on; tasks pinned elsewhere keep their pin. Returns each moved
+    task's set before the move, for `restore`. Nothing when `root` is init (a runner started
+    by a daemon): the whole machine is not this run's to move."""
+    if root <= 1:
+        return {}
+    every, others = run_cpus(), off_the_bench(bench)
+    mine = set(_tasks(descendants(own)))
+    moved: dict[int, set[int]] = {}
+    for task in _tasks(descendants(root)):
+        if task in mine:
+            continue
+        with contextlib.suppress(OSError):
+            before = os.sched_getaffinity(task)
+            if bench in before and before == every:
+                os.sched_setaffinity(task, others)
+                moved[task] = before
+    return moved
+
+
+def restore(moved: dict[int, set[int]], bench: int) -> None:
+    """Give the tasks `clear_bench` moved their CPUs back, unless something moved them since.
+    Call it before releasing the lock: the next holder then finds them on every CPU and
+    clears them again, where a restore after the release could undo its clearing."""
+    others = off_the_bench(bench)
+    for task, before in moved.items():
+        with contextlib.suppress(OSError):
+            if os.sched_getaffinity(task) == others:
+                os.sched_setaffinity(task, before)
+
+
 def wait_quiet(cpu: int, limit_s: float, window_s: float = 0.1, busy: float = 0.1) -> float:
     """Wait until `cpu` was busy less than `busy` of a `window_s` window, at most `limit_s`;
     the seconds waited."""

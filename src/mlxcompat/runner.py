@@ -151,7 +151,7 @@ def run_cell(opts: RunOptions) -> CellDoc:
         finally:
             if server is not None:
                 server.close()
-            share.lock.release()
+            share.release()
         record = _need_record(need) if need else None
         workers.pop(NEED_PROBE, None)
         parts = {name: Part(w, read_document(w.part), read_json(w.part.with_suffix(".bench.json")))

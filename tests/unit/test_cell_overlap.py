@@ -77,6 +77,36 @@ def test_confining_moves_free_processes_off_the_bench_cpu_and_leaves_pinned_ones
             proc.wait()
 
 
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs")
+def test_the_lock_holder_clears_the_bench_cpu_of_the_run_and_gives_it_back(monkeypatch) -> None:
+    """Every process of the matrix run outside the holder's own tree leaves the bench CPU at
+    once (not when it next looks), a pinned one keeps its pin, and all come back before the
+    lock goes; init's tree is never touched."""
+    every = set(os.sched_getaffinity(0))
+    bench = max(every)
+    monkeypatch.setenv("MLXCOMPAT_CPUS", ",".join(map(str, sorted(every))))
+    sleep = [sys.executable, "-c", "import time; time.sleep(30)"]
+    own, other, pinned = (subprocess.Popen(sleep) for _ in range(3))
+    os.sched_setaffinity(pinned.pid, {bench})
+    try:
+        assert benchlock.clear_bench(bench, 1, own.pid) == {}
+        moved = benchlock.clear_bench(bench, os.getpid(), own.pid)
+        assert os.sched_getaffinity(other.pid) == every - {bench}
+        assert os.sched_getaffinity(0) == every - {bench}  # the "nox" process itself
+        assert os.sched_getaffinity(own.pid) == every
+        assert os.sched_getaffinity(pinned.pid) == {bench}
+        assert other.pid in moved and own.pid not in moved and pinned.pid not in moved
+        benchlock.restore(moved, bench)
+        assert os.sched_getaffinity(other.pid) == every
+        assert os.sched_getaffinity(0) == every
+        assert os.sched_getaffinity(pinned.pid) == {bench}
+    finally:
+        os.sched_setaffinity(0, every)
+        for proc in (own, other, pinned):
+            proc.kill()
+            proc.wait()
+
+
 class FakeSession:
     """The slice of nox.Session that CellRuns uses."""
 
