@@ -9,7 +9,8 @@ registers `matrix` (one session per cell, tagged as in matrix.yaml), `drift` and
 noxfile too. Every list of releases comes from the matrix. Environment: MLXCOMPAT_MATRIX,
 MLXCOMPAT_RAW, MLXCOMPAT_LABEL (runner label: files become <cell>@<label>.json),
 MLXCOMPAT_BACKEND, MLXCOMPAT_HARNESS (how cells install mlxcompat), MLXCOMPAT_SKIP_REPORT=1,
-MLXCOMPAT_BYTECODE=0 (keep PYTHONDONTWRITEBYTECODE as set: mlxcompat.bytecode).
+MLXCOMPAT_BYTECODE=0 (keep PYTHONDONTWRITEBYTECODE as set: mlxcompat.bytecode),
+MLXCOMPAT_OVERLAP=0 (each cell runs to its end before the next: mlxcompat.cell_runs).
 """
 
 from __future__ import annotations
@@ -173,6 +174,12 @@ class Sessions:
         run.last_seconds = last
         argv = ["mlxcompat", "--matrix", str(self.matrix_file), "run", "--cell-run",
                 str(run.write(venv / "cell-run.json"))]
+        profile = self.matrix.settings.bench.profiles.get(run.bench)
+        if overlap and profile is not None and profile.gating:
+            # A gating profile is held against a baseline: its cell runs alone, as the
+            # baseline's did, never beside another cell's checks.
+            self.runs.finish(session)
+            overlap = False
         if overlap:
             self.runs.start(session, name, argv, {"HF_HUB_OFFLINE": "1"})
         else:
