@@ -8,6 +8,8 @@ over the rows not marked noisy, and by the spread of the calibration loop during
     python3 scripts/bench_spread.py                         # the committed matrix
     python3 scripts/bench_spread.py reports/evidence/spread-hog   # measured beside a CPU hog
     python3 scripts/bench_spread.py reports/raw/mlx-lm-0.32.2@cuda.json   # one cell file
+    python3 scripts/bench_spread.py --profile quick     # the matrix run's own rows only
+    python3 scripts/bench_spread.py --foreign           # what other work took of the bench CPU
 """
 
 from __future__ import annotations
@@ -31,22 +33,23 @@ def _share(flags: list[bool]) -> str:
     return f"{sum(flags)}/{len(flags)} ({sum(flags) / len(flags):.0%})" if flags else "-"
 
 
-def rows(folder: Path) -> dict[str, list[MeasuredBench]]:
-    """Measured rows by backend, of every cell JSON in `folder` (or of the one file it is)."""
+def rows(folder: Path, profile: str = "") -> dict[str, list[MeasuredBench]]:
+    """Measured rows by backend, of every cell JSON in `folder` (or of the one file it is),
+    of one bench profile where `profile` names it."""
     found: dict[str, list[MeasuredBench]] = defaultdict(list)
     for path in ([folder] if folder.is_file() else sorted(folder.glob("*.json"))):
         if ".upstream." in path.name or path.name.endswith(".bench.json"):
             continue
         doc = read_cell(path)
         for row in doc.bench:
-            if isinstance(row, MeasuredBench):
+            if isinstance(row, MeasuredBench) and profile in ("", row.profile):
                 found[row.backend or doc.env.backend or "?"].append(row)
     return found
 
 
-def report(folder: Path) -> list[str]:
-    lines = [f"{folder}:"]
-    for backend, measured in sorted(rows(folder).items()):
+def report(folder: Path, profile: str = "", foreign: bool = False) -> list[str]:
+    lines = [f"{folder}{f' (profile {profile})' if profile else ''}:"]
+    for backend, measured in sorted(rows(folder, profile).items()):
         for name, subset in (("all", measured),
                              ("not noisy", [r for r in measured
                                             if not (r.calibration and r.calibration.noisy)])):
@@ -58,7 +61,19 @@ def report(folder: Path) -> list[str]:
                          f"{_share(spread)}; overhead half-width <= 5%: {_share(halves)}; "
                          f"noisy: {noisy}")
         lines += _by_machine(backend, measured)
+        if foreign:
+            lines.append(_foreign(backend, measured))
     return lines
+
+
+def _foreign(backend: str, measured: list[MeasuredBench]) -> str:
+    """The share of the bench CPU that other processes and the hypervisor took during a
+    row's rounds (cpuwatch), over the rows: the median and the 90th percentile."""
+    shares = sorted(r.calibration.foreign for r in measured if r.calibration)
+    if not shares:
+        return f"  {backend:<5} no calibration records"
+    return (f"  {backend:<5} other work on the bench CPU: median {statistics.median(shares):.2%}, "
+            f"90th percentile {shares[int(0.9 * (len(shares) - 1))]:.2%} of {len(shares)} rows")
 
 
 def _by_machine(backend: str, measured: list[MeasuredBench]) -> list[str]:
@@ -110,9 +125,12 @@ def main() -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("folders", nargs="*", type=Path, default=[Path("reports/raw")],
                         help="folders of cell JSONs, or cell JSON files")
+    parser.add_argument("--profile", default="", help="only the rows of this bench profile")
+    parser.add_argument("--foreign", action="store_true",
+                        help="also the share of the bench CPU other work took")
     args = parser.parse_args()
     for folder in args.folders:
-        print("\n".join(report(folder)))
+        print("\n".join(report(folder, args.profile, args.foreign)))
     return 0
 
 
