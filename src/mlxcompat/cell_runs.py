@@ -12,7 +12,9 @@ session; the report then finds that cell's JSON missing or incomplete as well. N
 left running: the nox process waits for them on its way out too.
 
 Runs hand on only where overlap helps and someone waits for them: the CPU backend, Linux
-with ≥ 2 CPUs (`benchlock.enabled`), and a report to follow (not MLXCOMPAT_SKIP_REPORT=1).
+with ≥ 2 CPUs (`benchlock.enabled`), and a report to follow (not MLXCOMPAT_SKIP_REPORT=1);
+never a cell measured with a gating profile, which runs alone as its baseline did (rounds
+timed beside another cell's checks are wider).
 """
 
 from __future__ import annotations
@@ -62,6 +64,18 @@ class CellRuns:
             benchlock.confine(cpu)
         else:
             benchlock.unconfine()
+
+    def launch(self, session: Any, name: str, argv: list[str], env: dict[str, str],
+               overlap: bool, gating: bool) -> None:
+        """Run a cell: handed on where it may overlap; else in the session, to its end. A
+        gating profile is held against a baseline that ran alone, so its cell runs alone
+        too, after every run handed on before it."""
+        if overlap and not gating:
+            self.start(session, name, argv, env)
+            return
+        if overlap:
+            self.finish(session)
+        session.run(*argv, env=env)
 
     def start(self, session: Any, name: str, argv: list[str], env: dict[str, str]) -> None:
         """Run `argv` in the session's venv until it hands on (a CPU of its own falls idle,

@@ -175,15 +175,8 @@ class Sessions:
         argv = ["mlxcompat", "--matrix", str(self.matrix_file), "run", "--cell-run",
                 str(run.write(venv / "cell-run.json"))]
         profile = self.matrix.settings.bench.profiles.get(run.bench)
-        if overlap and profile is not None and profile.gating:
-            # A gating profile is held against a baseline: its cell runs alone, as the
-            # baseline's did, never beside another cell's checks.
-            self.runs.finish(session)
-            overlap = False
-        if overlap:
-            self.runs.start(session, name, argv, {"HF_HUB_OFFLINE": "1"})
-        else:
-            session.run(*argv, env={"HF_HUB_OFFLINE": "1"})
+        self.runs.launch(session, name, argv, {"HF_HUB_OFFLINE": "1"}, overlap,
+                         gating=profile is not None and profile.gating)
 
     def reused(self, session: nox.Session, cell: Cell, out: Path, args: Any) -> str:
         """The run id of the cell's last result when every subject of it can be reused

@@ -114,6 +114,10 @@ class FakeSession:
         self.virtualenv = type("Venv", (), {"location": str(venv)})()
         self.errors: list[str] = []
         self.logged: list[str] = []
+        self.ran: list[list[str]] = []
+
+    def run(self, *argv: str, env: dict[str, str]) -> None:
+        self.ran.append(list(argv))
 
     def log(self, text: str) -> None:
         self.logged.append(text)
@@ -173,3 +177,21 @@ def test_no_more_than_two_runs_at_once(tmp_path) -> None:
     assert time.monotonic() - started >= 1.0
     assert [name for name, _ in runs.running] == ["two", "three"]
     assert runs.wait_all() == []
+
+
+def test_a_gating_cell_runs_alone_after_every_run_handed_on_before_it(tmp_path) -> None:
+    venv = _venv_with(tmp_path, """
+        import os, pathlib, time
+        pathlib.Path(os.environ["MLXCOMPAT_HANDOFF"]).write_text("x")
+        time.sleep(0.6)
+    """)
+    runs = CellRuns()
+    session = FakeSession(venv)
+    runs.launch(session, "quick", ["fake-run"], {}, overlap=True, gating=False)
+    assert len(runs.running) == 1 and session.ran == []  # handed on
+    started = time.monotonic()
+    runs.launch(session, "gated", ["fake-run"], {}, overlap=True, gating=True)
+    assert time.monotonic() - started >= 0.3  # it waited for the run before it
+    assert runs.running == [] and session.ran == [["fake-run"]]  # then ran in the session
+    runs.launch(session, "off", ["fake-run"], {}, overlap=False, gating=False)
+    assert session.ran == [["fake-run"], ["fake-run"]] and runs.running == []
