@@ -136,13 +136,18 @@ def _venv_with(tmp_path: Path, body: str) -> Path:
     return venv
 
 
-def test_a_run_handed_on_that_fails_later_fails_the_session_that_waits(tmp_path) -> None:
-    venv = _venv_with(tmp_path, """
+def _handing_on(tmp_path: Path, seconds: float, code: int = 0) -> Path:
+    """A venv whose run hands on at once, then runs `seconds` more and exits with `code`."""
+    return _venv_with(tmp_path, f"""
         import os, pathlib, sys, time
         pathlib.Path(os.environ["MLXCOMPAT_HANDOFF"]).write_text("x")
-        time.sleep(0.5)
-        sys.exit(3)
+        time.sleep({seconds})
+        sys.exit({code})
     """)
+
+
+def test_a_run_handed_on_that_fails_later_fails_the_session_that_waits(tmp_path) -> None:
+    venv = _handing_on(tmp_path, 0.5, code=3)
     runs = CellRuns()
     session = FakeSession(venv)
     started = time.monotonic()
@@ -162,11 +167,7 @@ def test_a_run_that_fails_before_handing_on_fails_its_own_session(tmp_path) -> N
 
 
 def test_no_more_than_two_runs_at_once(tmp_path) -> None:
-    venv = _venv_with(tmp_path, """
-        import os, pathlib, time
-        pathlib.Path(os.environ["MLXCOMPAT_HANDOFF"]).write_text("x")
-        time.sleep(1.0)
-    """)
+    venv = _handing_on(tmp_path, 1.0)
     runs = CellRuns()
     session = FakeSession(venv)
     started = time.monotonic()
@@ -180,11 +181,7 @@ def test_no_more_than_two_runs_at_once(tmp_path) -> None:
 
 
 def test_a_gating_cell_runs_alone_after_every_run_handed_on_before_it(tmp_path) -> None:
-    venv = _venv_with(tmp_path, """
-        import os, pathlib, time
-        pathlib.Path(os.environ["MLXCOMPAT_HANDOFF"]).write_text("x")
-        time.sleep(0.6)
-    """)
+    venv = _handing_on(tmp_path, 0.6)
     runs = CellRuns()
     session = FakeSession(venv)
     runs.launch(session, "quick", ["fake-run"], {}, overlap=True, gating=False)
