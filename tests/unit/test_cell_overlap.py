@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -49,6 +50,20 @@ def test_a_lock_held_by_another_process_is_seen_and_waited_for(lock_file) -> Non
     assert lock.held
     lock.release()
     assert not lock.held
+
+
+def test_waiting_for_the_bench_ends_when_its_holder_does_and_is_bounded(lock_file) -> None:
+    """A server check retries a late group only once no other cell times its rounds."""
+    assert benchlock.wait_free(30) < 0.5  # nobody holds it: no wait
+    holder = _holder(lock_file)
+    try:
+        assert benchlock.wait_free(0.5) >= 0.5  # still held: the caller goes on after the limit
+        threading.Timer(0.6, holder.kill).start()
+        waited = benchlock.wait_free(30)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert 0.5 <= waited < 10
 
 
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs")

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from mlxcompat.benchlock import wait_free
 from mlxcompat.checks.compare import Comparison, compare_rows
 from mlxcompat.checks.server_workload import (
     MIN_QUEUED_S,
@@ -172,7 +173,9 @@ def server_run(model: str, ctx: Context) -> tuple[Session, ServerRun]:
             idle = _idle_group(run)        # a fresh pair; never retried for its verdict
             if not idle:
                 break
-            session, run = _served_again(ctx, folder, root, idle)
+            waited = wait_free(QUEUE_WAIT_S)
+            session, run = _served_again(ctx, folder, root, idle + (
+                f"; {waited:.0f} s waited for another cell's timed rounds" if waited >= 1 else ""))
         _RUNS[model] = (session, run)
         return session, run
     finally:
@@ -198,6 +201,9 @@ def _serve_once(session: Session, folder: Path) -> ServerRun:
 
 
 QUEUE_RETRIES = 3  # fresh pairs for a run whose group met an idle server (`_idle_group`)
+# ... each once no other cell's timed rounds hold the bench: while they do, this cell's
+# processes share the other CPU, and a full run at 22ec1b6 had a group sent late four times.
+QUEUE_WAIT_S = 180.0
 
 
 def _idle_group(run: ServerRun) -> str:

@@ -46,7 +46,8 @@ HEAD_START_S = 0.05  # the blocker is being prefilled when the group arrives
 # sent after their blocker's prefill), so the server is stopped while the group is sent
 # (`_together`), and the servers run niced below it (`mlxcompat.serve`). A run with a group
 # let in less than `MIN_QUEUED_S` before its blocker's answer is served again by a fresh
-# pair of servers, up to `checks.server.QUEUE_RETRIES` times, then fails its scenario.
+# pair of servers, up to `checks.server.QUEUE_RETRIES` times (each once no other cell times
+# its rounds), then fails its scenario.
 HEAD_START_SHARE = 0.4
 SEND_S = 0.01  # after the group's threads began to send, before the server is continued
 MIN_QUEUED_S = 0.005  # sent later than this before the blocker's answer: its prefill was done
