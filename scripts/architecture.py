@@ -39,9 +39,10 @@ FLOORS: dict[int, tuple[str, ...]] = {
     8: ("entry",),
 }
 TOP_LEVEL_ROOM = {
-    # what every room reads and writes: records, error texts, the turn-taking wire protocol
+    # what every room reads and writes: records, error texts, the turn-taking wire protocol,
+    # the bench lock between processes (a server check waits for it; runners take it)
     "results": "records", "records": "records", "errors": "records", "validation": "records",
-    "gate": "records", "turns": "records", "cpuwatch": "records",
+    "gate": "records", "turns": "records", "cpuwatch": "records", "benchlock": "records",
     "registry": "registry",
     # what a run is: the matrix, its settings and expectations, run specs, bench statistics
     "settings": "matrix", "expectations": "matrix", "matrix": "matrix", "spec": "matrix",
@@ -52,8 +53,7 @@ TOP_LEVEL_ROOM = {
     "runner": "runner", "workers": "runner", "forkserver": "runner", "merge": "runner",
     "inputs": "runner", "installs": "runner", "resolve": "runner", "pypi": "runner",
     "hosted": "runner",
-    "sharing": "runner", "source_install": "runner", "benchlock": "runner",
-    "bench_share": "runner",
+    "sharing": "runner", "source_install": "runner", "bench_share": "runner",
 }
 ENTRY = "entry"
 LOOKUP_METHODS = ("get", "setdefault", "pop")
