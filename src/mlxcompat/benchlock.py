@@ -107,10 +107,12 @@ def held_elsewhere(path: Path | None = None) -> bool:
 def wait_free(limit_s: float, path: Path | None = None) -> float:
     """Wait until no other process holds the lock (another cell's timed rounds, which keep
     this process off the bench CPU, have ended), at most `limit_s`; the seconds waited."""
-    started = time.monotonic()
-    while held_elsewhere(path) and time.monotonic() - started < limit_s:
-        time.sleep(0.2)
-    return time.monotonic() - started
+    if not supported():
+        return 0.0
+    probe = BenchLock(path)
+    probe.acquire(limit_s)
+    probe.release()
+    return probe.waited_s
 
 
 def _tasks(pids: list[int]) -> list[int]:
