@@ -58,7 +58,7 @@ def test_freeze_stops_and_thaw_resumes_the_process_group(
         freeze(Held(proc))
         assert _wait_for(proc.pid, "T") == "T"
         thaw(Held(proc))
-        assert _wait_for(proc.pid, "SR") in "SR"
+        assert _wait_for(proc.pid, "SRD") in "SRD"  # D: running, between disk reads
         assert proc.stdin is not None
         proc.stdin.write(b"go\n")
         proc.stdin.flush()
