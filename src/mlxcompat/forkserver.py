@@ -61,16 +61,19 @@ def _child(request: dict) -> None:
     sys.stderr = sys.stdout
     code = 1
     try:
-        if request.get("serve"):  # as `python -m mlxcompat.serve ARGV` runs it
+        module = request.get("module") or ("mlxcompat.serve" if request.get("serve") else "")
+        if module:  # as `python -m MODULE ARGV` runs it
             import runpy
 
-            sys.argv = ["mlxcompat.serve", *request["argv"]]
-            runpy.run_module("mlxcompat.serve", run_name="__main__", alter_sys=True)
+            sys.argv = [module, *request["argv"]]
+            runpy.run_module(module, run_name="__main__", alter_sys=True)
             code = 0
         else:
             import pytest
 
             code = int(pytest.main(request["argv"]))
+    except SystemExit as end:  # a module's `sys.exit(main())`
+        code = end.code if isinstance(end.code, int) else (0 if end.code is None else 1)
     except BaseException:  # a server's end is its exit code; say why first
         traceback.print_exc()
     finally:

@@ -73,11 +73,11 @@ def _coordinate(opts: RunOptions, tmp: Path, need: Path | None, events: Events,
                 workers: dict[str, Worker], todo: list[SubjectSpec], server: ForkServer | None,
                 deadline: float, turns: TurnOrder, share: BenchShare) -> bool:
     timed_phase = False
-    host = next((s for s in todo if s.name == UPSTREAM), None) if need else None
+    host = need_host(todo, need, opts.bench)
     if host is not None:  # first: every other process waits for its need probe
         todo.sort(key=lambda s: s is not host)
     if need is not None and host is None:
-        workers[NEED_PROBE] = start_need_probe(opts, need, events)
+        workers[NEED_PROBE] = start_need_probe(opts, need, events, server)
     while todo or any(not w.exited for w in workers.values()):
         share.tick()
         while todo and _busy(workers, turns) < max(1, opts.run.jobs):
@@ -111,6 +111,15 @@ def _coordinate(opts: RunOptions, tmp: Path, need: Path | None, events: Events,
         if need is not None:
             _mark_need_done(need, workers.get(NEED_PROBE) or workers.get(UPSTREAM))
     return True
+
+
+def need_host(todo: list[SubjectSpec], need: Path | None, bench: object) -> SubjectSpec | None:
+    """Who runs the need probe before its own checks: `none` where no round is timed, else
+    nobody (the probe gets a process of its own): what the probe left in `none` slowed its
+    rounds, the reference of every paired overhead (`start_need_probe`)."""
+    if need is None or bench:
+        return None
+    return next((s for s in todo if s.name == UPSTREAM), None)
 
 
 def _keep_off_the_bench_cpu(device: str) -> bool:

@@ -76,10 +76,13 @@ class ForkServer:
             if child.returncode is None:
                 child.ended(-9)
 
-    def fork(self, argv: list[str], env: dict[str, str], out: str) -> ForkedProcess:
+    def fork(self, argv: list[str], env: dict[str, str], out: str,
+             module: str = "") -> ForkedProcess:
+        """A child running pytest with `argv`, or `python -m module` with it."""
         with self._lock:
             env = {**env, "MLXCOMPAT_FORK_SOCKET": self.socket}
-            self.proc.stdin.write(json.dumps({"argv": argv, "env": env, "out": out}) + "\n")  # type: ignore[union-attr]
+            request = {"argv": argv, "env": env, "out": out, **({"module": module} if module else {})}
+            self.proc.stdin.write(json.dumps(request) + "\n")  # type: ignore[union-attr]
             self.proc.stdin.flush()  # type: ignore[union-attr]
             child = ForkedProcess(self._pids.get(timeout=60))
             self._children[child.pid] = child
@@ -267,11 +270,28 @@ def _forked(opts: RunOptions, subject: SubjectSpec, tmp: Path, need: Path | None
     return worker
 
 
-def start_need_probe(opts: RunOptions, out: Path, events: Events) -> Worker:
-    """The need probe in a process of its own (for a cell without a `none` subject)."""
-    cmd = [sys.executable, "-m", "mlxcompat.checks.need", str(out), opts.device,
-           ",".join(opts.force_cpu)]
-    proc = subprocess.Popen(cmd, env=subject_env(opts, None), stdout=subprocess.PIPE,
+def start_need_probe(opts: RunOptions, out: Path, events: Events,
+                     server: ForkServer | None = None) -> Worker:
+    """The need probe in a process of its own (forked warm by `server` when there is one):
+    for a cell without a `none` subject, and for every cell that times rounds, since the
+    models and probes it leaves in its host slowed that host's later rounds (`none`'s decode
+    ~1%, prefill ~2% against an identical process: reports/evidence/aa-processes)."""
+    args = [str(out), opts.device, ",".join(opts.force_cpu)]
+    if server is not None:
+        fifo = out.with_suffix(".out")
+        os.mkfifo(fifo)
+        proc: Any = server.fork(args, subject_env(opts, None), str(fifo),
+                                module="mlxcompat.checks.need")
+        worker = Worker(NEED_PROBE, proc, out, deque(maxlen=30))
+
+        def read_output() -> None:
+            with open(fifo, encoding="utf-8", errors="replace") as stream:
+                _pump(stream, NEED_PROBE, events, "out")
+
+        threading.Thread(target=read_output, daemon=True).start()
+        return worker
+    proc = subprocess.Popen([sys.executable, "-m", "mlxcompat.checks.need", *args],
+                            env=subject_env(opts, None), stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
     worker = Worker(NEED_PROBE, proc, out, deque(maxlen=30))
     threading.Thread(target=_pump, args=(proc.stdout, worker.name, events, "out"),

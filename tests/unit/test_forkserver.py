@@ -100,3 +100,30 @@ def test_a_subject_process_gets_its_servers_forked_warm(tmp_path: Path,
     finally:
         server.stdin.close()
         server.wait(timeout=60)
+
+
+def test_a_child_runs_a_module_and_its_sys_exit_is_its_exit_code(tmp_path: Path) -> None:
+    """How the need probe runs forked warm: `python -m MODULE ARGV`, its `sys.exit(n)` the
+    code reported (no traceback for a clean exit)."""
+    (tmp_path / "exiter.py").write_text("import sys\nprint('args', sys.argv[1:])\n"
+                                        "sys.exit(int(sys.argv[1]))\n")
+    server = subprocess.Popen([sys.executable, "-m", "mlxcompat.forkserver"],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert "ready" in json.loads(server.stdout.readline())
+    outputs, codes = [], []
+    for code in ("0", "3"):
+        out = tmp_path / f"exit{code}.out"
+        os.mkfifo(out)
+        env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+        server.stdin.write(json.dumps({"argv": [code], "env": env, "out": str(out),
+                                       "module": "exiter"}) + "\n")
+        server.stdin.flush()
+        reader = threading.Thread(target=lambda p=out: outputs.append(p.read_text()))
+        reader.start()
+        json.loads(server.stdout.readline())  # the pid
+        codes.append(json.loads(server.stdout.readline())["code"])
+        reader.join(timeout=30)
+    server.stdin.close()
+    assert server.wait(timeout=30) == 0
+    assert codes == [0, 3]
+    assert "args ['0']" in outputs[0] and "Traceback" not in "".join(outputs)
