@@ -81,7 +81,8 @@ class ForkServer:
         """A child running pytest with `argv`, or `python -m module` with it."""
         with self._lock:
             env = {**env, "MLXCOMPAT_FORK_SOCKET": self.socket}
-            request = {"argv": argv, "env": env, "out": out, **({"module": module} if module else {})}
+            request = {"argv": argv, "env": env, "out": out,
+                       **({"module": module} if module else {})}
             self.proc.stdin.write(json.dumps(request) + "\n")  # type: ignore[union-attr]
             self.proc.stdin.flush()  # type: ignore[union-attr]
             child = ForkedProcess(self._pids.get(timeout=60))
