@@ -102,10 +102,12 @@ def _bench(report: CompatDoc) -> list[str]:
            "the row): "
            f"{len(noisy)} of {len(measured)} here. "
            "By chance alone a 95% interval misses \"no difference\" in about 1 pair in 20: "
-           f"{flagged} of {len(paired)} `vs none` figures here are significant, and an A/A "
-           "test on this machine (an unpatched twin and a no-op wrapper against `none`, "
-           "`scripts/aa_overhead.py`) flagged 1 of 16; a lone significant figure a patch "
-           "cannot cause (decode on a model it does not touch) is most likely one of those. "
+           f"{flagged} of {len(paired)} `vs none` figures here are significant; an A/A "
+           "test on this machine (three unpatched twins against `none`, fresh processes, "
+           "`scripts/aa_processes.py`) flagged 8 of 108 decode and 6 of 108 prefill "
+           "figures, and identical processes differed by about 1% (RMS): a figure of 1–2% "
+           "a patch cannot cause (decode on a model it does not touch) is most likely one "
+           "of those. "
            "CPU and GPU figures are never compared.", ""]
     for backend, group in by_backend(rows).items():
         release, headers, body = compact(report, group)
