@@ -10,6 +10,8 @@ over the rows not marked noisy, and by the spread of the calibration loop during
     python3 scripts/bench_spread.py reports/raw/mlx-lm-0.32.2@cuda.json   # one cell file
     python3 scripts/bench_spread.py --profile quick     # the matrix run's own rows only
     python3 scripts/bench_spread.py --foreign           # what other work took of the bench CPU
+
+Each backend also gets how many decode and prefill overheads claim a difference, and which way.
 """
 
 from __future__ import annotations
@@ -60,10 +62,24 @@ def report(folder: Path, profile: str = "", foreign: bool = False) -> list[str]:
             lines.append(f"  {backend:<5} {name:<9}: {len(subset)} rows; spread <= 5%: "
                          f"{_share(spread)}; overhead half-width <= 5%: {_share(halves)}; "
                          f"noisy: {noisy}")
+        lines.append(_excluding_one(backend, measured))
         lines += _by_machine(backend, measured)
         if foreign:
             lines.append(_foreign(backend, measured))
     return lines
+
+
+def _excluding_one(backend: str, measured: list[MeasuredBench]) -> str:
+    """How many decode and prefill overheads against `none` claim a difference, and which way
+    (an A/A on this machine: about 7%, reports/evidence/aa-processes/README.txt)."""
+    parts = []
+    for phase in ("overhead", "prefill_overhead"):
+        paired = [o for r in measured if (o := getattr(r, phase)) is not None]
+        slower = sum(1 for o in paired if o.significant and o.ratio < 1)
+        faster = sum(1 for o in paired if o.significant and o.ratio > 1)
+        parts.append(f"{'decode' if phase == 'overhead' else 'prefill'} "
+                     f"{slower + faster}/{len(paired)} (slower {slower}, faster {faster})")
+    return f"  {backend:<5} intervals excluding 1: " + "; ".join(parts)
 
 
 def _foreign(backend: str, measured: list[MeasuredBench]) -> str:
