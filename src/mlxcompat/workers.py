@@ -255,12 +255,7 @@ def _forked(opts: RunOptions, subject: SubjectSpec, tmp: Path, need: Path | None
         tmp / f"{subject.name}.spec.json")
     proc = server.fork(_argv(opts, tmp, spec_path, part), env, str(out))
     worker = Worker(subject.name, proc, part, deque(maxlen=30))
-
-    def read_output() -> None:
-        with open(out, encoding="utf-8", errors="replace") as stream:
-            _pump(stream, subject.name, events, "out")
-
-    threading.Thread(target=read_output, daemon=True).start()
+    _read_fifo(out, subject.name, events)
     if gate:
         def open_gate() -> None:  # the same order the worker opens them in
             worker.to_worker = open(gate[0], "w")  # noqa: SIM115
@@ -269,6 +264,15 @@ def _forked(opts: RunOptions, subject: SubjectSpec, tmp: Path, need: Path | None
 
         threading.Thread(target=open_gate, daemon=True).start()
     return worker
+
+
+def _read_fifo(path: Path, name: str, events: Events) -> None:
+    """Pump a forked child's output FIFO into `events` (its end of file: the child's exit)."""
+    def read_output() -> None:
+        with open(path, encoding="utf-8", errors="replace") as stream:
+            _pump(stream, name, events, "out")
+
+    threading.Thread(target=read_output, daemon=True).start()
 
 
 def start_need_probe(opts: RunOptions, out: Path, events: Events,
@@ -283,14 +287,8 @@ def start_need_probe(opts: RunOptions, out: Path, events: Events,
         os.mkfifo(fifo)
         proc: Any = server.fork(args, subject_env(opts, None), str(fifo),
                                 module="mlxcompat.checks.need")
-        worker = Worker(NEED_PROBE, proc, out, deque(maxlen=30))
-
-        def read_output() -> None:
-            with open(fifo, encoding="utf-8", errors="replace") as stream:
-                _pump(stream, NEED_PROBE, events, "out")
-
-        threading.Thread(target=read_output, daemon=True).start()
-        return worker
+        _read_fifo(fifo, NEED_PROBE, events)
+        return Worker(NEED_PROBE, proc, out, deque(maxlen=30))
     proc = subprocess.Popen([sys.executable, "-m", "mlxcompat.checks.need", *args],
                             env=subject_env(opts, None), stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
