@@ -29,16 +29,19 @@ from gate_matrix import SLOW_DECODE, gate_matrix  # noqa: E402  (the gate test's
 MATRIX = gate_matrix({"twin": {}, "noop": SLOW_DECODE})
 
 
-def trial(work: Path, keep: Path, i: int) -> list[dict]:
+def trial(work: Path, keep: Path, i: int, env: dict[str, str] | None = None,
+          nox_args: tuple[str, ...] = ()) -> dict:
+    """One `nox -s matrix` run of the scratch matrix in `work` (fresh processes); its cell
+    JSON is kept as `keep`/trial-NN.json and returned."""
     env = {**os.environ, "MLXCOMPAT_MATRIX": str(work / "matrix.yaml"),
            "MLXCOMPAT_RAW": str(work / "raw"), "HF_HUB_OFFLINE": "1",
-           "MLXCOMPAT_SLOW_DECODE_S": "0", "MLXCOMPAT_SKIP_REPORT": "1"}
+           "MLXCOMPAT_SKIP_REPORT": "1", **(env or {})}
     subprocess.run(["nox", "-f", str(ROOT / "noxfile.py"), "--envdir", str(work / "nox"),
-                    "-s", "matrix"], cwd=ROOT, env=env, check=True, capture_output=True)
+                    "-s", "matrix", *(["--", *nox_args] if nox_args else [])], cwd=ROOT,
+                   env=env, check=True, capture_output=True)
     cell = work / "raw" / "mlx-lm-0.32.2.json"
     shutil.copy(cell, keep / f"trial-{i:02d}.json")
-    doc = json.loads(cell.read_text())
-    return [b for b in doc["bench"] if b.get("overhead")]
+    return json.loads(cell.read_text())
 
 
 def main() -> int:
@@ -51,7 +54,8 @@ def main() -> int:
     (work / "matrix.yaml").write_text(json.dumps(MATRIX))
     flagged = {"twin": 0, "noop": 0}
     for i in range(args.trials):
-        for row in trial(work, args.out, i):
+        doc = trial(work, args.out, i, {"MLXCOMPAT_SLOW_DECODE_S": "0"})
+        for row in (b for b in doc["bench"] if b.get("overhead")):
             o = row["overhead"]
             flagged[row["subject"]] += bool(o["significant"])
             print(f"trial {i}: {row['subject']:>4} vs none {o['ratio']:.3f} "

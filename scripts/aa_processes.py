@@ -19,9 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -29,58 +27,57 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT / "tests" / "integration"))
+
+from aa_overhead import trial  # noqa: E402  (one way to run a scratch trial)
+from bench_spread import excluding_one  # noqa: E402  (the count the matrix's rows get)
+from gate_matrix import scratch_matrix  # noqa: E402
+
+from mlxcompat.records.bench import PairedRatio  # noqa: E402
+
 TWINS = ("twin-1", "twin-2", "twin-3")
 MODELS = ["llama", "mamba2", "qwen3_5"]
 
 
-def scratch_matrix() -> dict:
+def matrix() -> dict:
+    """The scratch cell: matrix.yaml's own quick profile on three models, `none` and twins."""
     quick = yaml.safe_load((ROOT / "matrix.yaml").read_text())["settings"]["bench"]["profiles"]
-    profile = {**quick["quick"], "models": MODELS}
-    return {
-        "schema": 3,
-        "settings": {"timeout_s": 600, "bench": {"default": "quick", "models": MODELS,
-                                                 "profiles": {"quick": profile}}},
-        "backends": {"cpu": {"device": "cpu", "requirement": {"linux": "mlx[cpu]=={v}",
-                                                              "darwin": "mlx=={v}"}}},
-        "subjects": {"none": {}, **{t: {} for t in TWINS}},
-        "checks": ["parity"],
-        "cells": [{"mlx-lm": "0.32.2", "mlx": "0.32.2", "models": MODELS}],
-    }
+    return scratch_matrix({t: {} for t in TWINS}, MODELS,
+                          {"quick": {**quick["quick"], "models": MODELS}})
 
 
-def trial(work: Path, keep: Path, i: int) -> None:
-    env = {**os.environ, "MLXCOMPAT_MATRIX": str(work / "matrix.yaml"),
-           "MLXCOMPAT_RAW": str(work / "raw"), "HF_HUB_OFFLINE": "1",
-           "MLXCOMPAT_SKIP_REPORT": "1"}
-    subprocess.run(["nox", "-f", str(ROOT / "noxfile.py"), "--envdir", str(work / "nox"),
-                    "-s", "matrix", "--", "--checks=install,import"], cwd=ROOT, env=env,
-                   check=True, capture_output=True)
-    shutil.copy(work / "raw" / "mlx-lm-0.32.2.json", keep / f"trial-{i:02d}.json")
+def _paired(found: dict) -> PairedRatio:
+    """A kept trial's overhead as the record; the committed trials were made at 4cba03b plus
+    a trial field, `floor`, that the record no longer has (any other unknown key fails)."""
+    return PairedRatio.from_json({k: v for k, v in found.items() if k != "floor"})
 
 
 def read(folder: Path) -> list[str]:
     """Every twin's ratios, the share significant, and the spread of its median ratios."""
-    lines, logs, flagged, total = [], {"decode": [], "prefill": []}, {"decode": 0, "prefill": 0}, 0
+    lines: list[str] = []
+    paired: dict[str, list[PairedRatio]] = {"decode": [], "prefill": []}
     for path in sorted(folder.glob("trial-*.json")):
         for row in json.loads(path.read_text())["bench"]:
-            if row.get("subject") not in TWINS or not row.get("overhead"):
+            row = row.get("measured", row)
+            if row.get("subject") not in TWINS:
                 continue
-            total += 1
             for phase, key in (("decode", "overhead"), ("prefill", "prefill_overhead")):
-                o = row[key]
-                flagged[phase] += bool(o["significant"])
-                logs[phase].append(math.log(o["ratio"]))
-                lines.append(f"{path.stem} {row['subject']} {row['model']:<8} {phase:<7} "
-                             f"{o['text']}")
-    for phase, values in logs.items():
-        if not values:
+                if row.get(key):
+                    o = _paired(row[key])
+                    paired[phase].append(o)
+                    lines.append(f"{path.stem} {row['subject']} {row['model']:<8} {phase:<7} "
+                                 f"{o.text}")
+    for phase, ratios in paired.items():
+        if not ratios:
             continue
-        ranked = sorted(abs(v) for v in values)
+        logs = [math.log(o.ratio) for o in ratios]
+        ranked = sorted(abs(v) for v in logs)
         q95 = ranked[min(len(ranked) - 1, math.ceil(0.95 * len(ranked)) - 1)]
-        sd = math.sqrt(sum(v * v for v in values) / len(values))
-        lines.append(f"{phase}: {flagged[phase]}/{total} twin intervals exclude 1 "
-                     f"(a sound 95% interval: about 1 in 20); twin/none median ratios: "
-                     f"RMS {math.expm1(sd):.1%}, 95th percentile of |change| "
+        sd = math.sqrt(sum(v * v for v in logs) / len(logs))
+        lines.append(f"{phase}: {sum(excluding_one(ratios))}/{len(ratios)} twin intervals "
+                     f"exclude 1 (a sound 95% interval: about 1 in 20); twin/none median "
+                     f"ratios: RMS {math.expm1(sd):.1%}, 95th percentile of |change| "
                      f"{math.expm1(q95):.1%}, largest {math.expm1(ranked[-1]):.1%}")
     return lines
 
@@ -94,10 +91,10 @@ def main() -> int:
     if args.read is None:
         args.out.mkdir(parents=True, exist_ok=True)
         work = Path(tempfile.mkdtemp(prefix="mlxcompat-aa-"))
-        (work / "matrix.yaml").write_text(json.dumps(scratch_matrix()))
+        (work / "matrix.yaml").write_text(json.dumps(matrix()))
         try:
             for i in range(args.trials):
-                trial(work, args.out, i)
+                trial(work, args.out, i, nox_args=("--checks=install,import",))
                 print(f"trial {i} done", flush=True)
         finally:
             shutil.rmtree(work, ignore_errors=True)

@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from mlxcompat.records.bench import MeasuredBench
+from mlxcompat.records.bench import MeasuredBench, PairedRatio
 from mlxcompat.records.cell import read_cell
 
 LIMIT = 0.05
@@ -69,14 +69,19 @@ def report(folder: Path, profile: str = "", foreign: bool = False) -> list[str]:
     return lines
 
 
+def excluding_one(paired: list[PairedRatio]) -> tuple[int, int]:
+    """How many of these paired overheads claim a difference: (slower, faster)."""
+    return (sum(1 for o in paired if o.significant and o.ratio < 1),
+            sum(1 for o in paired if o.significant and o.ratio > 1))
+
+
 def _excluding_one(backend: str, measured: list[MeasuredBench]) -> str:
     """How many decode and prefill overheads against `none` claim a difference, and which way
     (an A/A on this machine: about 7%, reports/evidence/aa-processes/README.txt)."""
     parts = []
     for phase in ("overhead", "prefill_overhead"):
         paired = [o for r in measured if (o := getattr(r, phase)) is not None]
-        slower = sum(1 for o in paired if o.significant and o.ratio < 1)
-        faster = sum(1 for o in paired if o.significant and o.ratio > 1)
+        slower, faster = excluding_one(paired)
         parts.append(f"{'decode' if phase == 'overhead' else 'prefill'} "
                      f"{slower + faster}/{len(paired)} (slower {slower}, faster {faster})")
     return f"  {backend:<5} intervals excluding 1: " + "; ".join(parts)

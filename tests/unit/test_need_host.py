@@ -3,10 +3,19 @@ slowed `none`, the reference of every paired overhead: reports/evidence/aa-proce
 
 from __future__ import annotations
 
+import os
+import queue
+import signal
 from pathlib import Path
+from types import SimpleNamespace
 
+import pytest
+
+from mlxcompat import forkserver
 from mlxcompat.matrix import SubjectSpec
-from mlxcompat.runner import need_host
+from mlxcompat.runner import _mark_need_done, _need_record, need_host
+from mlxcompat.turns import TurnOrder
+from mlxcompat.workers import NEED_PROBE, Events, ForkServer, handle, kill, start_need_probe
 
 SUBJECTS = [SubjectSpec("mlxcompat"), SubjectSpec("none"), SubjectSpec("twin")]
 
@@ -20,3 +29,24 @@ def test_none_hosts_the_probe_only_where_no_round_is_timed() -> None:
 def test_no_host_without_none_or_without_a_probe() -> None:
     assert need_host(SUBJECTS[::2], Path("need.json"), None) is None
     assert need_host(SUBJECTS, None, None) is None
+
+
+@pytest.mark.skipif(not forkserver.available(), reason="fork server is Linux-only")
+def test_a_need_probe_killed_in_its_own_process_fails_closed(tmp_path: Path) -> None:
+    """The need probe forked warm, then killed before it writes: the cell's need record is an
+    error naming the kill, never an empty record that would read as 'nothing needed'."""
+    opts = SimpleNamespace(device="cpu", force_cpu=())
+    out = tmp_path / "need.json"
+    events: Events = queue.Queue()
+    server = ForkServer({**os.environ, "HF_HUB_OFFLINE": "1"})
+    try:
+        worker = start_need_probe(opts, out, events, server)  # type: ignore[arg-type]
+        kill(worker.proc)
+        while not worker.exited:
+            handle("cell", events.get(timeout=60), {NEED_PROBE: worker}, TurnOrder())
+    finally:
+        server.close()
+    assert worker.code == -signal.SIGKILL and not out.exists()
+    _mark_need_done(out, worker)
+    record = _need_record(out)
+    assert f"exited with {-signal.SIGKILL} before writing its record" in record.error
