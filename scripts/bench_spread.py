@@ -10,6 +10,7 @@ over the rows not marked noisy, and by the spread of the calibration loop during
     python3 scripts/bench_spread.py reports/raw/mlx-lm-0.32.2@cuda.json   # one cell file
     python3 scripts/bench_spread.py --profile quick     # the matrix run's own rows only
     python3 scripts/bench_spread.py --foreign           # what other work took of the bench CPU
+    python3 scripts/bench_spread.py --by-subject        # each subject's overheads, per model
 
 Each backend also gets how many decode and prefill overheads claim a difference, and which way.
 """
@@ -49,7 +50,8 @@ def rows(folder: Path, profile: str = "") -> dict[str, list[MeasuredBench]]:
     return found
 
 
-def report(folder: Path, profile: str = "", foreign: bool = False) -> list[str]:
+def report(folder: Path, profile: str = "", foreign: bool = False,
+           subjects: bool = False) -> list[str]:
     lines = [f"{folder}{f' (profile {profile})' if profile else ''}:"]
     for backend, measured in sorted(rows(folder, profile).items()):
         for name, subset in (("all", measured),
@@ -66,6 +68,8 @@ def report(folder: Path, profile: str = "", foreign: bool = False) -> list[str]:
         lines += _by_machine(backend, measured)
         if foreign:
             lines.append(_foreign(backend, measured))
+        if subjects:
+            lines += by_subject(measured)
     return lines
 
 
@@ -85,6 +89,27 @@ def _excluding_one(backend: str, measured: list[MeasuredBench]) -> str:
         parts.append(f"{'decode' if phase == 'overhead' else 'prefill'} "
                      f"{slower + faster}/{len(paired)} (slower {slower}, faster {faster})")
     return f"  {backend:<5} intervals excluding 1: " + "; ".join(parts)
+
+
+def by_subject(measured: list[MeasuredBench]) -> list[str]:
+    """Per subject and model: rows paired with `none`, the median decode and prefill change
+    and how many of them claim a difference. A subject whose patch fails to apply is an A/A
+    twin of `none`; a patch that costs something shows here first."""
+    found: dict[tuple[str, str], list[MeasuredBench]] = defaultdict(list)
+    for r in measured:
+        if r.overhead is not None:
+            found[(r.subject, r.model)].append(r)
+    lines = []
+    for (subject, model), group in sorted(found.items()):
+        parts = []
+        for phase in ("overhead", "prefill_overhead"):
+            paired = [o for r in group if (o := getattr(r, phase)) is not None]
+            if paired:
+                middle = statistics.median(o.ratio for o in paired) - 1
+                parts.append(f"{'decode' if phase == 'overhead' else 'prefill'} "
+                             f"{middle:+.1%} ({sum(excluding_one(paired))} exclude 1)")
+        lines.append(f"    {subject:<22} {model:<9} {len(group):>2} rows: " + "; ".join(parts))
+    return lines
 
 
 def _foreign(backend: str, measured: list[MeasuredBench]) -> str:
@@ -149,9 +174,11 @@ def main() -> int:
     parser.add_argument("--profile", default="", help="only the rows of this bench profile")
     parser.add_argument("--foreign", action="store_true",
                         help="also the share of the bench CPU other work took")
+    parser.add_argument("--by-subject", action="store_true",
+                        help="also each subject's median overheads per model")
     args = parser.parse_args()
     for folder in args.folders:
-        print("\n".join(report(folder, args.profile, args.foreign)))
+        print("\n".join(report(folder, args.profile, args.foreign, args.by_subject)))
     return 0
 
 
