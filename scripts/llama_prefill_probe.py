@@ -6,8 +6,9 @@ profile's row), on one pinned CPU. Run with a cell's interpreter:
     .nox/matrix-mlx-lm-0-32-2/bin/python scripts/llama_prefill_probe.py leftover [reps]
 
 `wrapper`: one process, PAIRS (env, default 21) pairs of rounds; per pair an unpatched round,
-then a patched one (an untimed round after each change), against an A/A of two unpatched rounds, and against
-the same without the untimed round after the patch is installed and removed (`noop`).
+then a patched one (an untimed round after each change), against an A/A of two unpatched
+rounds, and against the same without the untimed round after the patch is installed and
+removed (`noop`).
 `leftover`: fresh processes per arm, median of 15 rounds each: A nothing before the rounds,
 B the patch's capability probe (`ssm_probe.padding_leaks`) first, C the probe then
 gc.collect and mx.clear_cache, D the probe then gc.collect.
