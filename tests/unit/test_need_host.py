@@ -3,9 +3,11 @@ slowed `none`, the reference of every paired overhead: reports/evidence/aa-proce
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import signal
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -31,6 +33,18 @@ def test_no_host_without_none_or_without_a_probe() -> None:
     assert need_host(SUBJECTS, None, None) is None
 
 
+def _wait_until_it_writes_to(pid: int, fifo: Path) -> None:
+    """Until the child has its own session and its output on the FIFO: killed before that,
+    it escapes `kill` (no process group yet) or leaves the reader blocked in open (a child
+    that dies before opening its FIFO is seen only at the cell's deadline)."""
+    for _ in range(600):
+        with contextlib.suppress(OSError):
+            if os.getsid(pid) == pid and os.readlink(f"/proc/{pid}/fd/1") == str(fifo):
+                return
+        time.sleep(0.01)
+    raise AssertionError("the forked need probe never opened its output")
+
+
 @pytest.mark.skipif(not forkserver.available(), reason="fork server is Linux-only")
 def test_a_need_probe_killed_in_its_own_process_fails_closed(tmp_path: Path) -> None:
     """The need probe forked warm, then killed before it writes: the cell's need record is an
@@ -41,6 +55,7 @@ def test_a_need_probe_killed_in_its_own_process_fails_closed(tmp_path: Path) -> 
     server = ForkServer({**os.environ, "HF_HUB_OFFLINE": "1"})
     try:
         worker = start_need_probe(opts, out, events, server)  # type: ignore[arg-type]
+        _wait_until_it_writes_to(worker.proc.pid, out.with_suffix(".out"))
         kill(worker.proc)
         while not worker.exited:
             handle("cell", events.get(timeout=60), {NEED_PROBE: worker}, TurnOrder())
