@@ -43,24 +43,12 @@ def available() -> bool:
 
 
 def _child(request: dict) -> None:
-    """In the forked child: become the subject process (own session, env, output) and run."""
-    os.setsid()
-    devnull = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(devnull, 0)
-    os.close(devnull)
-    os.environ.clear()
-    os.environ.update(request["env"])
-    for path in reversed([p for p in request["env"].get("PYTHONPATH", "").split(os.pathsep)
-                          if p]):
-        sys.path.insert(0, path)
-    out = os.open(request["out"], os.O_WRONLY)
-    os.dup2(out, 1)
-    os.dup2(out, 2)
-    os.close(out)
-    sys.stdout = os.fdopen(1, "w", buffering=1)
-    sys.stderr = sys.stdout
+    """In the forked child: become the subject process and run; never return. Whatever
+    fails, the child ends here, by `os._exit`: an exception left to unwind would end a copy
+    of the server through the interpreter's exit (its atexit handlers, its buffers)."""
     code = 1
     try:
+        _become(request)
         module = request.get("module") or ("mlxcompat.serve" if request.get("serve") else "")
         if module:  # as `python -m MODULE ARGV` runs it
             import runpy
@@ -77,8 +65,28 @@ def _child(request: dict) -> None:
     except BaseException:  # a server's end is its exit code; say why first
         traceback.print_exc()
     finally:
-        sys.stdout.flush()
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()
         os._exit(code)
+
+
+def _become(request: dict) -> None:
+    """Own session, environment and output (the request's FIFO as stdout and stderr)."""
+    os.setsid()
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    os.environ.clear()
+    os.environ.update(request["env"])
+    for path in reversed([p for p in request["env"].get("PYTHONPATH", "").split(os.pathsep)
+                          if p]):
+        sys.path.insert(0, path)
+    out = os.open(request["out"], os.O_WRONLY)
+    os.dup2(out, 1)
+    os.dup2(out, 2)
+    os.close(out)
+    sys.stdout = os.fdopen(1, "w", buffering=1)
+    sys.stderr = sys.stdout
 
 
 def _reap(answer: IO[str], asked: dict[int, socket.socket]) -> None:

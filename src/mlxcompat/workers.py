@@ -32,19 +32,38 @@ SUITE_INI = Path(__file__).parent / "suite" / "pytest.ini"
 class ForkedProcess:
     """A subject process forked by the fork server: the slice of Popen the runner uses."""
 
-    def __init__(self, pid: int) -> None:
+    def __init__(self, pid: int, out: str = "") -> None:
         self.pid = pid
         self.returncode: int | None = None
         self._ended = threading.Event()
+        self.out = out  # its output FIFO
+        self.reading = threading.Event()  # the runner's reader has the FIFO open
 
     def ended(self, code: int) -> None:
         self.returncode = code
         self._ended.set()
+        if self.out and not self.reading.is_set():
+            threading.Thread(target=_release_reader, args=(self.out, self.reading),
+                             daemon=True).start()
 
     def wait(self, timeout: float | None = 30) -> int:
         if not self._ended.wait(timeout):
             raise subprocess.TimeoutExpired("forked subject", timeout or 0)
         return int(self.returncode if self.returncode is not None else -9)
+
+
+def _release_reader(fifo: str, reading: threading.Event, tries: int = 500) -> None:
+    """A child that ended before opening its FIFO leaves the runner's reader blocked in
+    open, so its end would be seen only at the cell's deadline: open the FIFO's other end
+    once the reader waits there, then close it, and the reader gets its end of file."""
+    for _ in range(tries):
+        if reading.is_set():
+            return
+        try:
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+            return
+        except OSError:  # no reader waiting yet (ENXIO), or the FIFO is gone
+            time.sleep(0.01)
 
 
 class ForkServer:
@@ -85,7 +104,7 @@ class ForkServer:
                        **({"module": module} if module else {})}
             self.proc.stdin.write(json.dumps(request) + "\n")  # type: ignore[union-attr]
             self.proc.stdin.flush()  # type: ignore[union-attr]
-            child = ForkedProcess(self._pids.get(timeout=60))
+            child = ForkedProcess(self._pids.get(timeout=60), out)
             self._children[child.pid] = child
             return child
 
@@ -255,7 +274,7 @@ def _forked(opts: RunOptions, subject: SubjectSpec, tmp: Path, need: Path | None
         tmp / f"{subject.name}.spec.json")
     proc = server.fork(_argv(opts, tmp, spec_path, part), env, str(out))
     worker = Worker(subject.name, proc, part, deque(maxlen=30))
-    _read_fifo(out, subject.name, events)
+    _read_fifo(out, subject.name, events, proc)
     if gate:
         def open_gate() -> None:  # the same order the worker opens them in
             worker.to_worker = open(gate[0], "w")  # noqa: SIM115
@@ -266,10 +285,11 @@ def _forked(opts: RunOptions, subject: SubjectSpec, tmp: Path, need: Path | None
     return worker
 
 
-def _read_fifo(path: Path, name: str, events: Events) -> None:
+def _read_fifo(path: Path, name: str, events: Events, proc: ForkedProcess) -> None:
     """Pump a forked child's output FIFO into `events` (its end of file: the child's exit)."""
     def read_output() -> None:
         with open(path, encoding="utf-8", errors="replace") as stream:
+            proc.reading.set()
             _pump(stream, name, events, "out")
 
     threading.Thread(target=read_output, daemon=True).start()
@@ -287,7 +307,7 @@ def start_need_probe(opts: RunOptions, out: Path, events: Events,
         os.mkfifo(fifo)
         proc: Any = server.fork(args, subject_env(opts, None), str(fifo),
                                 module="mlxcompat.checks.need")
-        _read_fifo(fifo, NEED_PROBE, events)
+        _read_fifo(fifo, NEED_PROBE, events, proc)
         return Worker(NEED_PROBE, proc, out, deque(maxlen=30))
     proc = subprocess.Popen([sys.executable, "-m", "mlxcompat.checks.need", *args],
                             env=subject_env(opts, None), stdout=subprocess.PIPE,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import subprocess
 import sys
 import threading
@@ -127,3 +128,48 @@ def test_a_child_runs_a_module_and_its_sys_exit_is_its_exit_code(tmp_path: Path)
     assert server.wait(timeout=30) == 0
     assert codes == [0, 3]
     assert "args ['0']" in outputs[0] and "Traceback" not in "".join(outputs)
+
+
+def _lines(stream) -> queue.Queue:
+    found: queue.Queue = queue.Queue()
+    threading.Thread(target=lambda: [found.put(json.loads(x)) for x in stream],
+                     daemon=True).start()
+    return found
+
+
+def test_a_child_that_cannot_open_its_output_ends_alone(tmp_path: Path) -> None:
+    """A request whose FIFO is missing: the child says why on the server's stderr and ends
+    with 1 at once, and the server goes on serving."""
+    (tmp_path / "exiter.py").write_text("import sys\nsys.exit(int(sys.argv[1]))\n")
+    server = subprocess.Popen([sys.executable, "-m", "mlxcompat.forkserver"],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    answers = _lines(server.stdout)
+    assert "ready" in answers.get(timeout=60)
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    for out, code in ((tmp_path / "missing.out", 1), (tmp_path / "ok.out", 3)):
+        if code == 3:
+            os.mkfifo(out)
+            threading.Thread(target=out.read_text, daemon=True).start()
+        server.stdin.write(json.dumps({"argv": [str(code)], "env": env, "out": str(out),
+                                       "module": "exiter"}) + "\n")
+        server.stdin.flush()
+        pid = answers.get(timeout=30)["pid"]
+        assert answers.get(timeout=30) == {"exit": pid, "code": code}
+    server.stdin.close()
+    assert server.wait(timeout=30) == 0
+    assert "FileNotFoundError" in server.stderr.read()
+
+
+def test_a_reader_waiting_on_a_fifo_its_child_never_opened_gets_its_end(tmp_path: Path) -> None:
+    """The runner's side: a forked child that ended before opening its FIFO still gives its
+    reader an end of file, so the runner sees the exit now, not at the cell's deadline."""
+    from mlxcompat.workers import ForkedProcess, _read_fifo
+
+    fifo = tmp_path / "out"
+    os.mkfifo(fifo)
+    proc = ForkedProcess(0, str(fifo))
+    events: queue.Queue = queue.Queue()
+    _read_fifo(fifo, "subject", events, proc)
+    proc.ended(1)
+    assert events.get(timeout=10) == ("eof", "subject", "")
