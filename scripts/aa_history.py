@@ -1,0 +1,141 @@
+"""Does what a subject's process did before its timed rounds move them? An A/A across
+process histories, on the idle sweep's setting (bench only: `--checks=install,import`).
+
+In bench-only sweeps `mlxcompat` timed llama's prefill 2.7-3.6% below `none`, though its
+patch leaves llama alone (reports/evidence/mlxcompat-llama-prefill). Subjects here, on mlx-lm
+0.32.2, the quick profile, llama and mamba2 (both passed through by the patch there):
+
+- `marker`: sets one attribute on mlx_lm.generate and nothing else (a twin that is timed:
+  a subject whose entry points change nothing is not);
+- `probe`: the same, after running mlxcompat's capability probe (`ssm_probe.padding_leaks`,
+  tiny SSM models through BatchGenerator) in its process;
+- AA_VARIANTS (comma-separated, environment): `probe-gc`, `probe-clear` (the probe, then
+  gc.collect, and mx.clear_cache), `probe-nocompile` (the probe with mx.compile off),
+  `imports` (only the probe's model modules imported);
+- `mlxcompat`: the real patch.
+
+    python3 scripts/aa_history.py [trials] [--out FOLDER]    # or --read FOLDER
+
+If `probe` moves like `mlxcompat` and `marker` does not, the figure is the probe's leftovers
+in the process, not the patch's code on the prefill path.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests" / "integration"))
+
+from aa_overhead import trial  # noqa: E402
+from bench_spread import by_subject, rows  # noqa: E402
+from gate_matrix import scratch_matrix  # noqa: E402
+
+MODELS = ["llama", "mamba2"]
+VARIANTS = [v for v in os.environ.get("AA_VARIANTS", "").split(",") if v]
+PACKAGE = '''"""Scratch entry points of scripts/aa_history.py."""
+import importlib
+
+
+def _mark():
+    setattr(importlib.import_module("mlx_lm.generate"), "_aa_history_marker", True)
+
+
+def marker():
+    _mark()
+    return True
+
+
+def probe():
+    from mlxcompat.patches import ssm_probe
+
+    ssm_probe.padding_leaks()
+    _mark()
+    return True
+
+
+def probe_nocompile():
+    import mlx.core as mx
+
+    mx.disable_compile()
+    try:
+        probe()
+    finally:
+        mx.enable_compile()
+    return True
+
+
+def imports():
+    from mlxcompat.patches import ssm_probe
+
+    for family in ssm_probe.TINY:
+        importlib.import_module(f"mlx_lm.models.{family}")
+    _mark()
+    return True
+
+
+def probe_gc():
+    import gc
+
+    probe()
+    gc.collect()
+    return True
+
+
+def probe_clear():
+    import mlx.core as mx
+
+    probe_gc()
+    mx.clear_cache()
+    return True
+'''
+
+
+def matrix(package: Path) -> dict:
+    quick = yaml.safe_load((ROOT / "matrix.yaml").read_text())["settings"]["bench"]["profiles"]
+    mine = {"install": [str(package)]}
+    return scratch_matrix(
+        {"marker": {**mine, "entry_points": {"aa": "aa_history:marker"}},
+         "probe": {**mine, "entry_points": {"aa": "aa_history:probe"}},
+         **{name: {**mine, "entry_points": {"aa": f"aa_history:{name.replace('-', '_')}"}}
+            for name in VARIANTS},
+         "mlxcompat": {"entry_points": {"mamba": "mlxcompat.patches.mamba_cache:"
+                                                 "ensure_mamba_support"}}},
+        MODELS, {"quick": {**quick["quick"], "models": MODELS}},
+        roles={"aa": {"targets": ["mlx_lm.generate"], "checks": ["parity"]}})
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("trials", nargs="?", type=int, default=8)
+    parser.add_argument("--out", type=Path, default=ROOT / "reports" / "evidence" / "aa-history")
+    parser.add_argument("--read", type=Path, help="only read the trials kept in this folder")
+    args = parser.parse_args()
+    if args.read is None:
+        args.out.mkdir(parents=True, exist_ok=True)
+        work = Path(tempfile.mkdtemp(prefix="mlxcompat-aa-"))
+        (work / "pkg").mkdir()
+        (work / "pkg" / "aa_history.py").write_text(PACKAGE)
+        (work / "matrix.yaml").write_text(json.dumps(matrix(work / "pkg")))
+        try:
+            for i in range(args.trials):
+                trial(work, args.out, i, nox_args=("--checks=install,import",))
+                print(f"trial {i} done", flush=True)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    for backend, measured in rows(args.read or args.out).items():
+        print(f"{backend}: {len(measured)} rows")
+        print("\n".join(by_subject(measured)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
