@@ -106,8 +106,9 @@ def _bench(report: CompatDoc) -> list[str]:
            "test on this machine (three unpatched twins against `none`, fresh processes, "
            "`scripts/aa_processes.py`) flagged 8 of 108 decode and 6 of 108 prefill "
            "figures, and identical processes differed by about 1% (RMS): a figure of 1–2% "
-           "a patch cannot cause (decode on a model it does not touch) is most likely one "
-           "of those. "
+           "a patch's code cannot cause (decode on a model it does not touch) is most likely "
+           "one of those, or what the patch's own work left in its process (mlxcompat's "
+           "capability probe: llama 1.4–3.6% slower in bench-only runs, `scripts/aa_history.py`). "
            "CPU and GPU figures are never compared.", ""]
     for backend, group in by_backend(rows).items():
         release, headers, body = compact(report, group)
