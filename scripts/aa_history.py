@@ -22,12 +22,8 @@ in the process, not the patch's code on the prefill path.
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
-import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 import yaml
@@ -35,7 +31,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "integration"))
 
-from aa_overhead import trial  # noqa: E402
+from aa_overhead import bench_only_main  # noqa: E402
 from bench_spread import by_subject, rows  # noqa: E402
 from gate_matrix import scratch_matrix  # noqa: E402
 
@@ -113,28 +109,21 @@ def matrix(package: Path) -> dict:
         roles={"aa": {"targets": ["mlx_lm.generate"], "checks": ["parity"]}})
 
 
+def _build(work: Path) -> dict:
+    (work / "pkg").mkdir()
+    (work / "pkg" / "aa_history.py").write_text(PACKAGE)
+    return matrix(work / "pkg")
+
+
+def _read(folder: Path) -> list[str]:
+    lines = []
+    for backend, measured in rows(folder).items():
+        lines += [f"{backend}: {len(measured)} rows", *by_subject(measured)]
+    return lines
+
+
 def main() -> int:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("trials", nargs="?", type=int, default=8)
-    parser.add_argument("--out", type=Path, default=ROOT / "reports" / "evidence" / "aa-history")
-    parser.add_argument("--read", type=Path, help="only read the trials kept in this folder")
-    args = parser.parse_args()
-    if args.read is None:
-        args.out.mkdir(parents=True, exist_ok=True)
-        work = Path(tempfile.mkdtemp(prefix="mlxcompat-aa-"))
-        (work / "pkg").mkdir()
-        (work / "pkg" / "aa_history.py").write_text(PACKAGE)
-        (work / "matrix.yaml").write_text(json.dumps(matrix(work / "pkg")))
-        try:
-            for i in range(args.trials):
-                trial(work, args.out, i, nox_args=("--checks=install,import",))
-                print(f"trial {i} done", flush=True)
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
-    for backend, measured in rows(args.read or args.out).items():
-        print(f"{backend}: {len(measured)} rows")
-        print("\n".join(by_subject(measured)))
-    return 0
+    return bench_only_main(ROOT / "reports" / "evidence" / "aa-history", 8, _build, _read)
 
 
 if __name__ == "__main__":

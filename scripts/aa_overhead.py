@@ -19,6 +19,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -42,6 +43,30 @@ def trial(work: Path, keep: Path, i: int, env: dict[str, str] | None = None,
     cell = work / "raw" / "mlx-lm-0.32.2.json"
     shutil.copy(cell, keep / f"trial-{i:02d}.json")
     return json.loads(cell.read_text())
+
+
+def bench_only_main(default_out: Path, default_trials: int,
+                    build: Callable[[Path], dict], read: Callable[[Path], list[str]]) -> int:
+    """The command line of the bench-only A/A scripts: `[trials] [--out F]` runs that many
+    trials of the scratch matrix `build(work)` returns (bench only: `--checks=install,import`)
+    and keeps them in F; `--read F` only reads kept ones. Prints `read(folder)`."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("trials", nargs="?", type=int, default=default_trials)
+    parser.add_argument("--out", type=Path, default=default_out)
+    parser.add_argument("--read", type=Path, help="only read the trials kept in this folder")
+    args = parser.parse_args()
+    if args.read is None:
+        args.out.mkdir(parents=True, exist_ok=True)
+        work = Path(tempfile.mkdtemp(prefix="mlxcompat-aa-"))
+        try:
+            (work / "matrix.yaml").write_text(json.dumps(build(work)))
+            for i in range(args.trials):
+                trial(work, args.out, i, nox_args=("--checks=install,import",))
+                print(f"trial {i} done", flush=True)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    print("\n".join(read(args.read or args.out)))
+    return 0
 
 
 def main() -> int:

@@ -16,12 +16,9 @@ with `--read FOLDER`.
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
-import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 import yaml
@@ -30,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "tests" / "integration"))
 
-from aa_overhead import trial  # noqa: E402  (one way to run a scratch trial)
+from aa_overhead import bench_only_main  # noqa: E402  (one way to run scratch trials)
 from bench_spread import excluding_one  # noqa: E402  (the count the matrix's rows get)
 from gate_matrix import scratch_matrix  # noqa: E402
 
@@ -83,23 +80,8 @@ def read(folder: Path) -> list[str]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("trials", nargs="?", type=int, default=4)
-    parser.add_argument("--out", type=Path, default=ROOT / "reports" / "evidence" / "aa-processes")
-    parser.add_argument("--read", type=Path, help="only read the trials kept in this folder")
-    args = parser.parse_args()
-    if args.read is None:
-        args.out.mkdir(parents=True, exist_ok=True)
-        work = Path(tempfile.mkdtemp(prefix="mlxcompat-aa-"))
-        (work / "matrix.yaml").write_text(json.dumps(matrix()))
-        try:
-            for i in range(args.trials):
-                trial(work, args.out, i, nox_args=("--checks=install,import",))
-                print(f"trial {i} done", flush=True)
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
-    print("\n".join(read(args.read or args.out)))
-    return 0
+    return bench_only_main(ROOT / "reports" / "evidence" / "aa-processes", 4,
+                           lambda work: matrix(), read)
 
 
 if __name__ == "__main__":
