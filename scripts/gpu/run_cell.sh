@@ -15,7 +15,10 @@
 #                                                 .gpu/harness-stamp, carried with call 1
 # Settings: BENCH (profile, default gpu), SUBJECTS (default none,mlxcompat), MODELS (default:
 # the cell's), CHECKS (default: the matrix's), TAG (a suffix for a second run of one cell),
-# MLXCOMPAT_BENCH_PIN (1: pin the timed rounds to one CPU as the CPU backend does).
+# MLXCOMPAT_BENCH_PIN (1: pin the timed rounds to one CPU as the CPU backend does), THREADS
+# (seconds between samples of every harness process's threads, sample_threads.py, into
+# $OUT as <cell>_AT_cuda[-$TAG].threads.jsonl).
+# SITE_OF (another cell: run this cell's checks on that cell's releases, an A/B of mlx).
 # scripts/gpu/collect.sh renames what comes back into reports/raw.
 set -euo pipefail
 stage=${STAGE:-/tmp/mlxcompat-stage}
@@ -100,14 +103,21 @@ case "${1:-stage}" in
 stage) ;;
 run)
   cell=$2
-  site=$(site_for "$cell" | tail -1)
+  site=$(site_for "${SITE_OF:-$cell}" | tail -1)
   environment "$site"
   name="$cell@cuda${TAG:+-$TAG}"
   mkdir -p /tmp/keep "$out"
   start=$(date +%s)
+  sampler=
+  if [ -n "${THREADS:-}" ]; then
+    python3 scripts/gpu/sample_threads.py "$out/${name/@/_AT_}.threads.jsonl" "$THREADS" 590 &
+    sampler=$!
+    trap 'kill "$sampler" 2>/dev/null || true' EXIT
+  fi
   python3 -m mlxcompat.cli run --cell "$cell@cuda" --backend cuda --bench "${BENCH:-gpu}" \
     --subjects "${SUBJECTS:-none,mlxcompat}" ${MODELS:+--models "$MODELS"} \
     ${CHECKS:+--checks "$CHECKS"} --subject-dir /tmp/subjects --out "/tmp/keep/$name.json"
+  if [ -n "$sampler" ]; then kill "$sampler" && wait "$sampler" || true; fi
   echo "run $name: $(( $(date +%s) - start ))s (BENCH=${BENCH:-gpu} SUBJECTS=${SUBJECTS:-none,mlxcompat} MODELS=${MODELS:-} CHECKS=${CHECKS:-} MLXCOMPAT_BENCH_PIN=${MLXCOMPAT_BENCH_PIN:-auto})"
   # Returned file names may not contain '@': <cell>_AT_cuda*.json (collect.sh renames).
   for f in /tmp/keep/"$name".*json /tmp/keep/"$name".json; do
