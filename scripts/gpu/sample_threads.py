@@ -8,11 +8,11 @@ process: its pid, state, thread count, and the threads that used CPU since the l
 command line. Until SIGTERM, the file `stop`, or `seconds`.
 
     python3 scripts/gpu/sample_threads.py OUT.jsonl [interval] [seconds] [match] &
-    python3 scripts/gpu/sample_threads.py --read OUT.jsonl
+    python3 scripts/gpu/sample_threads.py --read OUT.jsonl ...
 
-`--read` prints, per process, the threads that spun (≥ 0.9 of a core in ≥ 80% of the
-process's samples after their first busy one), and the CPUs all watched processes used per
-sample (median, 90th percentile, max).
+`--read F ...` prints, per file and process, its busy threads (≥ 0.9 of a core in ≥ 80% of
+the process's samples after their first busy one: working or spinning alike), and the CPUs
+all watched processes used per sample (median, 90th percentile, max).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from collections import defaultdict
 from pathlib import Path
 
 TICK = os.sysconf("SC_CLK_TCK")
-SPIN, STEADY = 0.9, 0.8
+BUSY, STEADY = 0.9, 0.8
 
 
 def _stat(path: Path) -> tuple[str, str, float, int] | None:
@@ -102,31 +102,33 @@ def read(path: Path) -> None:
         cmd.setdefault(rec["pid"], rec.get("cmd", "?"))
         samples[rec["pid"]].append(rec)
         per_time[rec["t"]] += sum(rate for _n, _t, rate, _c in rec["busy"])
-    spinners_total = 0
+    busy_total = 0
     for pid, recs_of in samples.items():
         rates: dict[int, list[float]] = defaultdict(list)
         for i, rec in enumerate(recs_of):
             for _name, tid, rate, _cpu in rec["busy"]:
                 rates[tid].append((i, rate))
-        spun = []
+        busy = []
         for tid, seq in rates.items():
             first = seq[0][0]
-            hot = sum(1 for _i, r in seq if r >= SPIN)
+            hot = sum(1 for _i, r in seq if r >= BUSY)
             if hot >= STEADY * (len(recs_of) - first) and hot >= 3:
-                spun.append(tid)
-        spinners_total += len(spun)
+                busy.append(tid)
+        busy_total += len(busy)
         role = " ".join(part for part in cmd[pid].split() if not part.startswith("/"))[:90]
-        print(f"pid {pid:>7}  {len(recs_of):>4} samples  {len(spun)} spinning  {role}")
+        print(f"pid {pid:>7}  {len(recs_of):>4} samples  {len(busy)} busy  {role}")
     used = sorted(per_time.values())
     if used:
-        print(f"{len(samples)} processes, {spinners_total} spinning threads; CPUs used by them "
+        print(f"{len(samples)} processes, {busy_total} busy threads; CPUs used by them "
               f"per sample: median {statistics.median(used):.1f}, "
               f"p90 {used[int(0.9 * (len(used) - 1))]:.1f}, max {used[-1]:.1f}")
 
 
 if __name__ == "__main__":
     if sys.argv[1] == "--read":
-        read(Path(sys.argv[2]))
+        for name in sys.argv[2:]:
+            print(f"== {name}")
+            read(Path(name))
     else:
         sample(Path(sys.argv[1]), float(sys.argv[2]) if len(sys.argv) > 2 else 2.0,
                float(sys.argv[3]) if len(sys.argv) > 3 else 600.0,
