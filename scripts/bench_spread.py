@@ -11,6 +11,7 @@ over the rows not marked noisy, and by the spread of the calibration loop during
     python3 scripts/bench_spread.py --profile quick     # the matrix run's own rows only
     python3 scripts/bench_spread.py --foreign           # what other work took of the bench CPU
     python3 scripts/bench_spread.py --by-subject        # each subject's overheads, per model
+    python3 scripts/bench_spread.py B.json --ratio-to A.json   # none's decode tok/s, B over A
 
 Each backend also gets how many decode and prefill overheads claim a difference, and which way.
 """
@@ -149,6 +150,20 @@ def _by_machine(backend: str, measured: list[MeasuredBench]) -> list[str]:
     return lines
 
 
+def ratio_to(folder: Path, reference: Path) -> str:
+    """`none`'s decode tok/s (the rows' medians) in `folder` over the same rows (model, batch,
+    dtype, prompts) in `reference`: how far two runs of one cell's rounds sit apart."""
+    def medians(where: Path) -> dict[tuple, float]:
+        return {(r.backend, r.model, r.batch, r.dtype, r.prompts): r.gen_tok_s.median
+                for group in rows(where).values() for r in group if r.subject == "none"}
+    mine, theirs = medians(folder), medians(reference)
+    ratios = sorted(mine[k] / theirs[k] for k in mine.keys() & theirs.keys() if theirs[k])
+    if not ratios:
+        return f"  none's decode tok/s over {reference}: no rows in common"
+    return (f"  none's decode tok/s over {reference}: {len(ratios)} rows; median "
+            f"{statistics.median(ratios):.2f}, range {ratios[0]:.2f}–{ratios[-1]:.2f}")
+
+
 def _robust_cv(values: list[float]) -> float:
     middle = statistics.median(values)
     return 1.4826 * statistics.median(abs(v - middle) for v in values) / middle
@@ -176,9 +191,13 @@ def main() -> int:
                         help="also the share of the bench CPU other work took")
     parser.add_argument("--by-subject", action="store_true",
                         help="also each subject's median overheads per model")
+    parser.add_argument("--ratio-to", type=Path, metavar="REFERENCE",
+                        help="also none's decode tok/s over the same rows of this folder or file")
     args = parser.parse_args()
     for folder in args.folders:
         print("\n".join(report(folder, args.profile, args.foreign, args.by_subject)))
+        if args.ratio_to:
+            print(ratio_to(folder, args.ratio_to))
     return 0
 
 
