@@ -12,32 +12,18 @@ by mlx#4452) says each stream's completion worker spins once it has seen one bat
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
 
 import mlx.core as mx
-
-TICK = os.sysconf("SC_CLK_TCK")
-
-
-def _threads() -> dict[int, float]:
-    out = {}
-    for tid in os.listdir("/proc/self/task"):
-        try:
-            with open(f"/proc/self/task/{tid}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        out[int(tid)] = (int(fields[11]) + int(fields[12])) / TICK
-    return out
+from sample_threads import thread_seconds  # scripts/gpu, this script's folder
 
 
 def idle(step: str, seconds: float) -> None:
-    before, cpu = _threads(), time.process_time()
+    before, cpu = thread_seconds(), time.process_time()
     time.sleep(seconds)
     used = (time.process_time() - cpu) / seconds
-    after = _threads()
+    after = thread_seconds()
     busiest = sorted(((after[t] - before.get(t, 0.0)) / seconds for t in after), reverse=True)
     print(json.dumps({"mlx": mx.__version__, "device": str(mx.default_device()), "step": step,
                       "idle_cpus": round(used, 3), "threads": len(after),

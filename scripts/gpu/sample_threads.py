@@ -30,6 +30,16 @@ TICK = os.sysconf("SC_CLK_TCK")
 BUSY, STEADY = 0.9, 0.8
 
 
+def thread_seconds(pid: int | str = "self") -> dict[int, float]:
+    """CPU seconds (user + system) of each thread of a process, by thread id."""
+    found = {}
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        got = _stat(task / "stat")
+        if got is not None:
+            found[int(task.name)] = got[2]
+    return found
+
+
 def _stat(path: Path) -> tuple[str, str, float, int] | None:
     try:
         text = path.read_text()
