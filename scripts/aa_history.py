@@ -37,81 +37,30 @@ from gate_matrix import scratch_matrix  # noqa: E402
 
 MODELS = ["llama", "mamba2"]
 VARIANTS = [v for v in os.environ.get("AA_VARIANTS", "").split(",") if v]
-PACKAGE = '''"""Scratch entry points of scripts/aa_history.py."""
-import importlib
 
 
-def _mark():
-    setattr(importlib.import_module("mlx_lm.generate"), "_aa_history_marker", True)
+ROLE = {"aa": {"targets": ["mlx_lm.generate"], "checks": ["parity"]}}
 
 
-def marker():
-    _mark()
-    return True
-
-
-def probe():
-    from mlxcompat.patches import ssm_probe
-
-    ssm_probe.padding_leaks()
-    _mark()
-    return True
-
-
-def probe_nocompile():
-    import mlx.core as mx
-
-    mx.disable_compile()
-    try:
-        probe()
-    finally:
-        mx.enable_compile()
-    return True
-
-
-def imports():
-    from mlxcompat.patches import ssm_probe
-
-    for family in ssm_probe.TINY:
-        importlib.import_module(f"mlx_lm.models.{family}")
-    _mark()
-    return True
-
-
-def probe_gc():
-    import gc
-
-    probe()
-    gc.collect()
-    return True
-
-
-def probe_clear():
-    import mlx.core as mx
-
-    probe_gc()
-    mx.clear_cache()
-    return True
-'''
+def subjects(install: list[str] | None) -> dict:
+    """marker, probe and AA_VARIANTS, entry points in scripts/aa_subjects.py (installed from
+    `install`, or found on the path where it is None), and mlxcompat's real patch."""
+    mine = {"install": install} if install else {}
+    return {**{name: {**mine, "entry_points": {"aa": f"aa_subjects:{name.replace('-', '_')}"}}
+               for name in ["marker", "probe", *VARIANTS]},
+            "mlxcompat": {"entry_points": {"mamba": "mlxcompat.patches.mamba_cache:"
+                                                    "ensure_mamba_support"}}}
 
 
 def matrix(package: Path) -> dict:
     quick = yaml.safe_load((ROOT / "matrix.yaml").read_text())["settings"]["bench"]["profiles"]
-    mine = {"install": [str(package)]}
-    return scratch_matrix(
-        {"marker": {**mine, "entry_points": {"aa": "aa_history:marker"}},
-         "probe": {**mine, "entry_points": {"aa": "aa_history:probe"}},
-         **{name: {**mine, "entry_points": {"aa": f"aa_history:{name.replace('-', '_')}"}}
-            for name in VARIANTS},
-         "mlxcompat": {"entry_points": {"mamba": "mlxcompat.patches.mamba_cache:"
-                                                 "ensure_mamba_support"}}},
-        MODELS, {"quick": {**quick["quick"], "models": MODELS}},
-        roles={"aa": {"targets": ["mlx_lm.generate"], "checks": ["parity"]}})
+    return scratch_matrix(subjects([str(package)]), MODELS,
+                          {"quick": {**quick["quick"], "models": MODELS}}, roles=ROLE)
 
 
 def _build(work: Path) -> dict:
     (work / "pkg").mkdir()
-    (work / "pkg" / "aa_history.py").write_text(PACKAGE)
+    (work / "pkg" / "aa_subjects.py").write_text((ROOT / "scripts" / "aa_subjects.py").read_text())
     return matrix(work / "pkg")
 
 

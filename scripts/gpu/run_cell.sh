@@ -19,6 +19,8 @@
 # (seconds between samples of every harness process's threads, sample_threads.py, into
 # $OUT as <cell>_AT_cuda[-$TAG].threads.jsonl).
 # SITE_OF (another cell: run this cell's checks on that cell's releases, an A/B of mlx).
+# MATRIX (another matrix file, e.g. scripts/gpu/aa_matrix.py's), EXTRA_PATH (folders added
+# to the processes' path: entry points of subjects that are not installed).
 # scripts/gpu/collect.sh renames what comes back into reports/raw.
 set -euo pipefail
 stage=${STAGE:-/tmp/mlxcompat-stage}
@@ -81,7 +83,7 @@ environment() {  # <site>: CUDA libraries of the wheel, no hub, plain processes
   LD_LIBRARY_PATH=$({ ls -d "$1"/nvidia/*/lib "$py_site"/nvidia/*/lib 2>/dev/null || true; } \
     | paste -sd: -)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   # The fork server's parent is multi-threaded there (CUDA libraries): plain processes.
-  export LD_LIBRARY_PATH PYTHONPATH="$1:$PWD/src" HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1 \
+  export LD_LIBRARY_PATH PYTHONPATH="$1:$PWD/src${EXTRA_PATH:+:$EXTRA_PATH}" HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1 \
     MLXCOMPAT_FORK=0
   python3 -c 'import mlx.core as mx; print("mlx", mx.__version__, mx.default_device(), mx.cuda.is_available())'
 }
@@ -114,11 +116,11 @@ run)
     sampler=$!
     trap 'kill "$sampler" 2>/dev/null || true' EXIT
   fi
-  python3 -m mlxcompat.cli run --cell "$cell@cuda" --backend cuda --bench "${BENCH:-gpu}" \
+  python3 -m mlxcompat.cli --matrix "${MATRIX:-matrix.yaml}" run --cell "$cell@cuda" --backend cuda --bench "${BENCH:-gpu}" \
     --subjects "${SUBJECTS:-none,mlxcompat}" ${MODELS:+--models "$MODELS"} \
     ${CHECKS:+--checks "$CHECKS"} --subject-dir /tmp/subjects --out "/tmp/keep/$name.json"
   if [ -n "$sampler" ]; then kill "$sampler" && wait "$sampler" || true; fi
-  echo "run $name: $(( $(date +%s) - start ))s (BENCH=${BENCH:-gpu} SUBJECTS=${SUBJECTS:-none,mlxcompat} MODELS=${MODELS:-} CHECKS=${CHECKS:-} MLXCOMPAT_BENCH_PIN=${MLXCOMPAT_BENCH_PIN:-auto})"
+  echo "run $name: $(( $(date +%s) - start ))s (BENCH=${BENCH:-gpu} SUBJECTS=${SUBJECTS:-none,mlxcompat} MODELS=${MODELS:-} CHECKS=${CHECKS:-} MATRIX=${MATRIX:-} MLXCOMPAT_BENCH_PIN=${MLXCOMPAT_BENCH_PIN:-auto})"
   # Returned file names may not contain '@': <cell>_AT_cuda*.json (collect.sh renames).
   for f in /tmp/keep/"$name".*json /tmp/keep/"$name".json; do
     [ -f "$f" ] && b=$(basename "$f") && cp "$f" "$out/${b/@/_AT_}"
