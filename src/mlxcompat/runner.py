@@ -47,6 +47,7 @@ from mlxcompat.workers import (
     start_need_probe,
     start_worker,
     subject_env,
+    terminate_raises,
 )
 
 
@@ -152,11 +153,18 @@ def run_cell(opts: RunOptions) -> CellDoc:
         share = BenchShare(opts)
         server = ForkServer(subject_env(opts, None)) if todo and forkserver.available() else None
         try:
-            if not _loop(opts, tmp, need, events, workers, todo, server, share):
+            with terminate_raises():
+                finished = _loop(opts, tmp, need, events, workers, todo, server, share)
+            if not finished:
                 for w in workers.values():
                     if not w.exited:
                         kill(w.proc)
                         w.timed_out, w.exited = True, True
+        except BaseException:  # stopped (SIGTERM, Ctrl-C) or broken: no subject outlives it
+            for w in workers.values():
+                if not w.exited:
+                    kill(w.proc)
+            raise
         finally:
             if server is not None:
                 server.close()

@@ -13,6 +13,7 @@ import sys
 import threading
 import time
 from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -318,7 +319,28 @@ def start_need_probe(opts: RunOptions, out: Path, events: Events,
     return worker
 
 
+@contextlib.contextmanager
+def terminate_raises() -> Iterator[None]:
+    """SIGTERM (timeout(1), a cancelled CI job) as SystemExit while the runner holds subject
+    processes, so its cleanup runs: by default Python dies on the spot, and every subject it
+    had frozen for another's turn stayed stopped for good (two held a GPU for the rest of a
+    lease, 2026-12-06). Only the main thread can set a handler; elsewhere nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def _exit(signum: int, _frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, _exit)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def kill(proc: Any) -> None:
+    """SIGKILL to the process group: it ends a frozen (stopped) process too."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
     with contextlib.suppress(subprocess.TimeoutExpired):

@@ -1,0 +1,74 @@
+"""A runner stopped by SIGTERM (timeout(1), a cancelled job) ends every subject process it
+holds, frozen ones included, and writes no cell document. Real processes, no fakes: before
+the fix, subjects frozen for another's turn stayed stopped for good (an H100, 2026-12-06)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections import deque
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+
+SELF_TERM = """
+import os, signal, time
+from mlxcompat.workers import terminate_raises
+try:
+    with terminate_raises():
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(10)
+    print("no exit")
+except SystemExit as exc:
+    print("exit", exc.code)
+print("handler restored", signal.getsignal(signal.SIGTERM) is signal.SIG_DFL)
+"""
+
+
+def test_sigterm_inside_becomes_system_exit_and_the_handler_is_restored() -> None:
+    out = subprocess.run([sys.executable, "-c", SELF_TERM], capture_output=True, text=True,
+                         timeout=60, check=True).stdout.split("\n")
+    assert out[:2] == ["exit 143", "handler restored True"]
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return "gone"
+
+
+def test_a_stopped_run_kills_its_frozen_subject_and_writes_nothing(tmp_path, monkeypatch):
+    from mlxcompat import runner
+    from mlxcompat.workers import Worker
+
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"],
+                             start_new_session=True)
+
+    def loop(opts, tmp, need, events, workers, todo, server, share):
+        os.killpg(child.pid, signal.SIGSTOP)  # frozen for another subject's turn
+        workers["none"] = Worker("none", child, tmp / "none.json", deque())
+        raise SystemExit(128 + signal.SIGTERM)  # what terminate_raises makes of SIGTERM
+
+    monkeypatch.setattr(runner, "_loop", loop)
+    run = SimpleNamespace(last_seconds={}, same_as={}, name="cell")
+    opts = SimpleNamespace(out=tmp_path / "cell.json", subjects=[SimpleNamespace(name="none")],
+                           reused=(), run=run, need_probe=False, device="gpu")
+    monkeypatch.setenv("MLXCOMPAT_OVERLAP", "0")  # no bench lock taken by a unit test
+    monkeypatch.setattr(runner.forkserver, "available", lambda: False)
+    try:
+        with pytest.raises(SystemExit) as stopped:
+            runner.run_cell(opts)
+        assert stopped.value.code == 143
+        assert child.wait(timeout=30) == -signal.SIGKILL
+        assert _state(child.pid) == "gone"
+        assert not opts.out.exists()
+    finally:
+        if child.poll() is None:
+            os.killpg(child.pid, signal.SIGKILL)
+            child.wait()
