@@ -110,10 +110,13 @@ def _bench(report: CompatDoc) -> list[str]:
            "one of those, or what the patch's own work left in its process (mlxcompat's "
            "capability probe: llama 1.4–3.6% slower in bench-only runs, `scripts/aa_history.py`). "
            "CPU and GPU figures are never compared. On the GPU the tiny models are "
-           "host-bound and no A/A test has run there: mlxcompat's llama decode, a model its "
-           "patch leaves alone, measured −1.1% to −7.7% (each run's median) in four runs of "
-           "one H200 lease and −2.6% to +0.4% in four of one H100 (scripts/gpu/README.md), "
-           "so a GPU `vs none` figure within about 8% is not known to be the patch's.", ""]
+           "host-bound, and what differs from one process to the next is not paired away: "
+           "in an A/A on one H100 (five bench-only runs of llama) a timed twin that patches "
+           "nothing measured −1.4% to +5.4% (each run's median) with 1 to 6 of 12 intervals "
+           "a run excluding no difference, and mlxcompat's llama, a model its patch leaves "
+           "alone, −0.8% to +3.1% in the same runs and −1.1% to −7.7% in four of one H200 "
+           "lease (scripts/gpu/README.md), so a GPU `vs none` figure within about 8% is not "
+           "known to be the patch's.", ""]
     for backend, group in by_backend(rows).items():
         release, headers, body = compact(report, group)
         devices = ", ".join(sorted({b.device for b in group if b.device}))
