@@ -32,7 +32,6 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "integration"))
 
 from aa_overhead import bench_only_main  # noqa: E402
-from bench_spread import by_subject, rows  # noqa: E402
 from gate_matrix import scratch_matrix  # noqa: E402
 
 MODELS = ["llama", "mamba2"]
@@ -65,6 +64,8 @@ def _build(work: Path) -> dict:
 
 
 def _read(folder: Path) -> list[str]:
+    from bench_spread import by_subject, rows  # the harness (pydantic): not for aa_matrix.py
+
     lines = []
     for backend, measured in rows(folder).items():
         lines += [f"{backend}: {len(measured)} rows", *by_subject(measured)]

@@ -3,9 +3,9 @@
 The GPU machine has no package index, so the subjects are not installed: their entry points
 (scripts/aa_subjects.py) are found on the path run_cell.sh's EXTRA_PATH adds. Every cell,
 backend and profile is the matrix's own, so a run of this file is a run of the cuda cell.
-It imports the harness (pydantic): there, run it in a cell's site (`run_cell.sh exec`).
+It needs only pyyaml, so the machine's own python runs it.
 
-    scripts/gpu/run_cell.sh exec mlx-lm-0.32.2 python3 scripts/gpu/aa_matrix.py OUT.yaml
+    python3 scripts/gpu/aa_matrix.py OUT.yaml
     MATRIX=OUT.yaml EXTRA_PATH=$PWD/scripts SUBJECTS=none,marker,probe,mlxcompat \
       MODELS=llama CHECKS=install,import scripts/gpu/run_cell.sh run mlx-lm-0.32.2
 """

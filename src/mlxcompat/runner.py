@@ -156,14 +156,10 @@ def run_cell(opts: RunOptions) -> CellDoc:
             with terminate_raises():
                 finished = _loop(opts, tmp, need, events, workers, todo, server, share)
             if not finished:
-                for w in workers.values():
-                    if not w.exited:
-                        kill(w.proc)
-                        w.timed_out, w.exited = True, True
+                for w in _kill_live(workers):
+                    w.timed_out, w.exited = True, True
         except BaseException:  # stopped (SIGTERM, Ctrl-C) or broken: no subject outlives it
-            for w in workers.values():
-                if not w.exited:
-                    kill(w.proc)
+            _kill_live(workers)
             raise
         finally:
             if server is not None:
@@ -180,6 +176,14 @@ def run_cell(opts: RunOptions) -> CellDoc:
         write_json_atomic(bench_out, benchmarks)
     write_json_atomic(opts.out, doc.to_json())
     return doc
+
+
+def _kill_live(workers: dict[str, Worker]) -> list[Worker]:
+    """Kill every worker still running; the ones killed."""
+    live = [w for w in workers.values() if not w.exited]
+    for w in live:
+        kill(w.proc)
+    return live
 
 
 def _need_record(path: Path) -> NeedRecord:
