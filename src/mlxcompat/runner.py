@@ -22,6 +22,7 @@ from pathlib import Path
 from mlxcompat import forkserver
 from mlxcompat.bench_share import BenchShare
 from mlxcompat.cpuwatch import run_cpus
+from mlxcompat.forkclient import Events, ForkServer, kill
 from mlxcompat.matrix import SubjectSpec
 from mlxcompat.merge import Part, merge_cell
 from mlxcompat.records.cell import CellDoc
@@ -37,13 +38,10 @@ from mlxcompat.spec import RunOptions
 from mlxcompat.turns import TurnOrder
 from mlxcompat.workers import (
     NEED_PROBE,
-    Events,
-    ForkServer,
     Worker,
     bench_cpu,
     freeze_policy,
     handle,
-    kill,
     start_need_probe,
     start_worker,
     subject_env,

@@ -4,9 +4,7 @@ the coordinator side of the gate (one timed round at a time, in rotating order).
 from __future__ import annotations
 
 import contextlib
-import json
 import os
-import queue
 import signal
 import subprocess
 import sys
@@ -19,103 +17,15 @@ from pathlib import Path
 from typing import IO, Any
 
 from mlxcompat.cpuwatch import run_cpus
+from mlxcompat.forkclient import Events, ForkServer, pump, read_fifo
 from mlxcompat.matrix import SubjectSpec
 from mlxcompat.matrix_entries import packaged
 from mlxcompat.records.names import UPSTREAM
 from mlxcompat.spec import RunOptions, SubjectRun
 from mlxcompat.turns import Hold, TurnOrder
 
-Events = queue.Queue[tuple[str, str, str]]
 NEED_PROBE = "(need probe)"  # the worker name of a need probe in a process of its own
 SUITE_INI = Path(__file__).parent / "suite" / "pytest.ini"
-
-
-class ForkedProcess:
-    """A subject process forked by the fork server: the slice of Popen the runner uses."""
-
-    def __init__(self, pid: int, out: str = "") -> None:
-        self.pid = pid
-        self.returncode: int | None = None
-        self._ended = threading.Event()
-        self.out = out  # its output FIFO
-        self.reading = threading.Event()  # the runner's reader has the FIFO open
-
-    def ended(self, code: int) -> None:
-        self.returncode = code
-        self._ended.set()
-        if self.out and not self.reading.is_set():
-            threading.Thread(target=_release_reader, args=(self.out, self.reading),
-                             daemon=True).start()
-
-    def wait(self, timeout: float | None = 30) -> int:
-        if not self._ended.wait(timeout):
-            raise subprocess.TimeoutExpired("forked subject", timeout or 0)
-        return int(self.returncode if self.returncode is not None else -9)
-
-
-def _release_reader(fifo: str, reading: threading.Event, tries: int = 500) -> None:
-    """A child that ended before opening its FIFO leaves the runner's reader blocked in
-    open, so its end would be seen only at the cell's deadline: open the FIFO's other end
-    once the reader waits there, then close it, and the reader gets its end of file."""
-    for _ in range(tries):
-        if reading.is_set():
-            return
-        try:
-            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
-            return
-        except OSError:  # no reader waiting yet (ENXIO), or the FIFO is gone
-            time.sleep(0.01)
-
-
-class ForkServer:
-    """The runner's side of `mlxcompat.forkserver` (one per cell)."""
-
-    def __init__(self, env: dict[str, str]) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-m", "mlxcompat.forkserver"], env=env,
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                                     start_new_session=True)
-        self._lock = threading.Lock()
-        self._pids: queue.Queue[int] = queue.Queue()
-        self._children: dict[int, ForkedProcess] = {}
-        ready = json.loads(self.proc.stdout.readline() or "{}")  # type: ignore[union-attr]
-        if "ready" not in ready:
-            raise RuntimeError("the fork server did not start")
-        self.socket = str(ready["socket"])  # where its subjects ask for their servers
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        for line in self.proc.stdout:  # type: ignore[union-attr]
-            message = json.loads(line)
-            if "pid" in message:
-                self._pids.put(message["pid"])
-            elif "exit" in message:
-                child = self._children.get(message["exit"])
-                if child is not None:
-                    child.ended(message["code"])
-        for child in self._children.values():  # the server is gone: so are its children
-            if child.returncode is None:
-                child.ended(-9)
-
-    def fork(self, argv: list[str], env: dict[str, str], out: str,
-             module: str = "") -> ForkedProcess:
-        """A child running pytest with `argv`, or `python -m module` with it."""
-        with self._lock:
-            env = {**env, "MLXCOMPAT_FORK_SOCKET": self.socket}
-            request = {"argv": argv, "env": env, "out": out,
-                       **({"module": module} if module else {})}
-            self.proc.stdin.write(json.dumps(request) + "\n")  # type: ignore[union-attr]
-            self.proc.stdin.flush()  # type: ignore[union-attr]
-            child = ForkedProcess(self._pids.get(timeout=60), out)
-            self._children[child.pid] = child
-            return child
-
-    def close(self) -> None:
-        with contextlib.suppress(OSError, ValueError):
-            self.proc.stdin.close()  # type: ignore[union-attr]
-        try:
-            self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            kill(self.proc)
 
 
 @dataclass
@@ -205,13 +115,6 @@ def _spec(opts: RunOptions, subject: SubjectSpec, part: Path, need: Path | None,
         and any(s.name == UPSTREAM for s in opts.subjects) else "")
 
 
-def _pump(stream: Any, worker: str, events: Events, kind: str) -> None:
-    for line in stream:
-        events.put((kind, worker, line.rstrip("\n")))
-    if kind == "out":
-        events.put(("eof", worker, ""))
-
-
 def _argv(opts: RunOptions, tmp: Path, spec_path: Path, part: Path) -> list[str]:
     return ["--pyargs", "mlxcompat.suite", "-c", str(SUITE_INI), f"--rootdir={tmp}",
             "-p", "mlxcompat.plugin", f"--mlxcompat-run={spec_path}", "-p", "no:cacheprovider",
@@ -250,13 +153,13 @@ def _spawned(opts: RunOptions, subject: SubjectSpec, tmp: Path, need: Path | Non
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             start_new_session=True, pass_fds=tuple(int(g) for g in gate))
     worker = Worker(subject.name, proc, part, deque(maxlen=30))
-    threading.Thread(target=_pump, args=(proc.stdout, subject.name, events, "out"),
+    threading.Thread(target=pump, args=(proc.stdout, subject.name, events, "out"),
                      daemon=True).start()
     if mine is not None:
         os.close(int(gate[0]))
         os.close(int(gate[1]))
         worker.to_worker = os.fdopen(mine[0], "w")
-        threading.Thread(target=_pump, args=(os.fdopen(mine[1]), subject.name, events, "gate"),
+        threading.Thread(target=pump, args=(os.fdopen(mine[1]), subject.name, events, "gate"),
                          daemon=True).start()
     return worker
 
@@ -275,25 +178,15 @@ def _forked(opts: RunOptions, subject: SubjectSpec, tmp: Path, need: Path | None
         tmp / f"{subject.name}.spec.json")
     proc = server.fork(_argv(opts, tmp, spec_path, part), env, str(out))
     worker = Worker(subject.name, proc, part, deque(maxlen=30))
-    _read_fifo(out, subject.name, events, proc)
+    read_fifo(out, subject.name, events, proc)
     if gate:
         def open_gate() -> None:  # the same order the worker opens them in
             worker.to_worker = open(gate[0], "w")  # noqa: SIM115
             with open(gate[1], encoding="utf-8") as stream:
-                _pump(stream, subject.name, events, "gate")
+                pump(stream, subject.name, events, "gate")
 
         threading.Thread(target=open_gate, daemon=True).start()
     return worker
-
-
-def _read_fifo(path: Path, name: str, events: Events, proc: ForkedProcess) -> None:
-    """Pump a forked child's output FIFO into `events` (its end of file: the child's exit)."""
-    def read_output() -> None:
-        with open(path, encoding="utf-8", errors="replace") as stream:
-            proc.reading.set()
-            _pump(stream, name, events, "out")
-
-    threading.Thread(target=read_output, daemon=True).start()
 
 
 def start_need_probe(opts: RunOptions, out: Path, events: Events,
@@ -308,13 +201,13 @@ def start_need_probe(opts: RunOptions, out: Path, events: Events,
         os.mkfifo(fifo)
         proc: Any = server.fork(args, subject_env(opts, None), str(fifo),
                                 module="mlxcompat.checks.need")
-        _read_fifo(fifo, NEED_PROBE, events, proc)
+        read_fifo(fifo, NEED_PROBE, events, proc)
         return Worker(NEED_PROBE, proc, out, deque(maxlen=30))
     proc = subprocess.Popen([sys.executable, "-m", "mlxcompat.checks.need", *args],
                             env=subject_env(opts, None), stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
     worker = Worker(NEED_PROBE, proc, out, deque(maxlen=30))
-    threading.Thread(target=_pump, args=(proc.stdout, worker.name, events, "out"),
+    threading.Thread(target=pump, args=(proc.stdout, worker.name, events, "out"),
                      daemon=True).start()
     return worker
 
@@ -337,14 +230,6 @@ def terminate_raises() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
-
-
-def kill(proc: Any) -> None:
-    """SIGKILL to the process group: it ends a frozen (stopped) process too."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        proc.wait(timeout=30)
 
 
 def handle(cell: str, event: tuple[str, str, str], workers: dict[str, Worker],

@@ -164,12 +164,12 @@ def test_a_child_that_cannot_open_its_output_ends_alone(tmp_path: Path) -> None:
 def test_a_reader_waiting_on_a_fifo_its_child_never_opened_gets_its_end(tmp_path: Path) -> None:
     """The runner's side: a forked child that ended before opening its FIFO still gives its
     reader an end of file, so the runner sees the exit now, not at the cell's deadline."""
-    from mlxcompat.workers import ForkedProcess, _read_fifo
+    from mlxcompat.forkclient import ForkedProcess, read_fifo
 
     fifo = tmp_path / "out"
     os.mkfifo(fifo)
     proc = ForkedProcess(0, str(fifo))
     events: queue.Queue = queue.Queue()
-    _read_fifo(fifo, "subject", events, proc)
+    read_fifo(fifo, "subject", events, proc)
     proc.ended(1)
     assert events.get(timeout=10) == ("eof", "subject", "")

@@ -14,10 +14,11 @@ from types import SimpleNamespace
 import pytest
 
 from mlxcompat import forkserver
+from mlxcompat.forkclient import Events, ForkServer, kill
 from mlxcompat.matrix import SubjectSpec
 from mlxcompat.runner import _mark_need_done, _need_record, need_host
 from mlxcompat.turns import TurnOrder
-from mlxcompat.workers import NEED_PROBE, Events, ForkServer, handle, kill, start_need_probe
+from mlxcompat.workers import NEED_PROBE, handle, start_need_probe
 
 SUBJECTS = [SubjectSpec("mlxcompat"), SubjectSpec("none"), SubjectSpec("twin")]
 
