@@ -12,6 +12,7 @@ over the rows not marked noisy, and by the spread of the calibration loop during
     python3 scripts/bench_spread.py --foreign           # what other work took of the bench CPU
     python3 scripts/bench_spread.py --by-subject        # each subject's overheads, per model
     python3 scripts/bench_spread.py B.json --ratio-to A.json   # none's decode tok/s, B over A
+    python3 scripts/bench_spread.py --by-host A.json B/ ...   # each run's host, then all pooled
 
 Each backend also gets how many decode and prefill overheads claim a difference, and which way.
 """
@@ -150,6 +151,35 @@ def _by_machine(backend: str, measured: list[MeasuredBench]) -> list[str]:
     return lines
 
 
+HOST_BUCKETS = (0.02, 0.05, 0.10, 0.15)
+
+
+def by_host(folders: list[Path]) -> list[str]:
+    """How the host behaved in each run (the hypervisor's median share, the calibration loop's
+    median spread) beside the run's spread, then every run's rows pooled by their loop's
+    spread: whether a row can be tight at all depends on the core under it."""
+    lines, pooled = [], []
+    for folder in folders:
+        measured = [r for rs in rows(folder).values() for r in rs]
+        timed = [r for r in measured if r.calibration and r.calibration.seconds]
+        steal = [r.calibration.steal for r in timed if r.calibration.steal is not None]
+        loop = [r.calibration.seconds.spread or 0 for r in timed]
+        lines.append(f"{folder}: steal median "
+                     f"{f'{statistics.median(steal):.1%}' if steal else '-'}, loop spread median "
+                     f"{f'{statistics.median(loop):.1%}' if loop else '-'}, spread <= 5%: "
+                     f"{_share([(r.gen_tok_s.spread or 0) <= LIMIT for r in measured])}")
+        pooled += timed
+    lines.append(f"all {len(folders)} runs, rows by their loop's spread:")
+    low = float("-inf")
+    for high in (*HOST_BUCKETS, float("inf")):
+        within = [r for r in pooled if low < (r.calibration.seconds.spread or 0) <= high]
+        label = f"<= {high:.0%}" if high != float("inf") else f"> {low:.0%}"
+        lines.append(f"  loop spread {label:<6}: {len(within)} rows; their spread <= 5%: "
+                     f"{_share([(r.gen_tok_s.spread or 0) <= LIMIT for r in within])}")
+        low = high
+    return lines
+
+
 def ratio_to(folder: Path, reference: Path) -> str:
     """`none`'s decode tok/s (the rows' medians) in `folder` over the same rows (model, batch,
     dtype, prompts) in `reference`: how far two runs of one cell's rounds sit apart."""
@@ -193,7 +223,12 @@ def main() -> int:
                         help="also each subject's median overheads per model")
     parser.add_argument("--ratio-to", type=Path, metavar="REFERENCE",
                         help="also none's decode tok/s over the same rows of this folder or file")
+    parser.add_argument("--by-host", action="store_true",
+                        help="only each run's host (steal, loop spread) and all rows pooled by it")
     args = parser.parse_args()
+    if args.by_host:
+        print("\n".join(by_host(args.folders)))
+        return 0
     for folder in args.folders:
         print("\n".join(report(folder, args.profile, args.foreign, args.by_subject)))
         if args.ratio_to:
