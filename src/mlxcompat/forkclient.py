@@ -99,7 +99,11 @@ class ForkServer:
             return child
 
     def close(self) -> None:
+        """An orderly end: the server waits for its children (a bare end of stdin, the
+        runner's death, makes it kill them)."""
         with contextlib.suppress(OSError, ValueError):
+            with self._lock:
+                self.proc.stdin.write(json.dumps({"close": True}) + "\n")  # type: ignore[union-attr]
             self.proc.stdin.close()  # type: ignore[union-attr]
         try:
             self.proc.wait(timeout=30)

@@ -9,7 +9,10 @@ not fork-safe); elsewhere, and with MLXCOMPAT_FORK=0, the runner starts plain pr
 
 Protocol, one JSON object per line. Requests on stdin: {"argv": [...], "env": {...},
 "out": fifo path}. Answers on stdout: {"pid": n} per request, {"exit": pid, "code": c} when a
-child ends (code < 0: killed by that signal).
+child ends (code < 0: killed by that signal). {"close": true} ends the requests: the server
+waits for its children, then exits. Stdin's end without it means the runner died (SIGKILL,
+the OOM killer): the server SIGKILLs every child's session first, so no subject it forked,
+frozen for another's turn or not, outlives the runner.
 
 The subject processes it forked start their `server` check's servers through it too (most
 of a server's start is the same imports): each connects to the Unix socket named in the
@@ -24,6 +27,7 @@ import contextlib
 import json
 import os
 import select
+import signal
 import socket
 import sys
 import tempfile
@@ -89,6 +93,15 @@ def _become(request: dict) -> None:
     sys.stderr = sys.stdout
 
 
+LIVE: set[int] = set()  # children not yet reaped; each leads its own session (`_become`)
+
+
+def _kill_children() -> None:
+    for pid in LIVE:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGKILL)
+
+
 def _reap(answer: IO[str], asked: dict[int, socket.socket]) -> None:
     while True:
         try:
@@ -102,6 +115,7 @@ def _reap(answer: IO[str], asked: dict[int, socket.socket]) -> None:
 
 def _tell(answer: IO[str], asked: dict[int, socket.socket], pid: int, code: int) -> None:
     """A child's exit to whoever asked for it: a socket client, else the runner."""
+    LIVE.discard(pid)
     message = json.dumps({"exit": pid, "code": code}) + "\n"
     conn = asked.pop(pid, None)
     if conn is None:
@@ -130,6 +144,7 @@ def _accept(listener: socket.socket, asked: dict[int, socket.socket]) -> None:
         conn.close()
         _child(request)
     asked[pid] = conn
+    LIVE.add(pid)
     with contextlib.suppress(OSError):
         conn.sendall((json.dumps({"pid": pid}) + "\n").encode())
 
@@ -156,15 +171,19 @@ def serve() -> None:
         if stdin not in ready:
             continue
         line = stdin.readline()
-        if not line:
+        if not line:  # the runner is gone without closing: so is everything it started
+            _kill_children()
             break
         request = json.loads(line)
+        if request.get("close"):
+            break
         pid = os.fork()
         if pid == 0:
             listener.close()
             for conn in asked.values():
                 conn.close()
             _child(request)
+        LIVE.add(pid)
         print(json.dumps({"pid": pid}), file=answer, flush=True)
     listener.close()
     os.unlink(path)

@@ -1,14 +1,18 @@
 """The fork server: a child per request runs pytest with its own argv, environment and
-output, and its exit code comes back; closing stdin waits for the children."""
+output, and its exit code comes back; an orderly close waits for the children, the runner's
+death (stdin's bare end) kills them."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
+import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -46,6 +50,7 @@ def test_children_run_with_their_own_env_and_report_their_exit(tmp_path: Path) -
         reader = threading.Thread(target=read)
         reader.start()
         pids[json.loads(server.stdout.readline())["pid"]] = (name, reader)
+    server.stdin.write(json.dumps({"close": True}) + "\n")
     server.stdin.close()
     codes = {}
     for line in server.stdout:
@@ -56,6 +61,45 @@ def test_children_run_with_their_own_env_and_report_their_exit(tmp_path: Path) -
     assert server.wait(timeout=30) == 0
     assert codes == {"ok": 0, "bad": 1}
     assert "1 passed" in outputs["ok"] and "1 failed" in outputs["bad"]
+
+
+def test_the_runners_death_ends_every_child_a_frozen_one_too(tmp_path: Path) -> None:
+    """stdin's end without {"close": true} is the runner gone (SIGKILL): a child it had
+    frozen (SIGSTOP, a GPU backend's waiting subject) would otherwise stay stopped for good."""
+    (tmp_path / "sleeper.py").write_text("import time\ntime.sleep(600)\n")
+    server = subprocess.Popen([sys.executable, "-m", "mlxcompat.forkserver"],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    answers = _lines(server.stdout)
+    assert "ready" in answers.get(timeout=60)
+    out = tmp_path / "sleeper.out"
+    os.mkfifo(out)
+    threading.Thread(target=out.read_text, daemon=True).start()
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    server.stdin.write(json.dumps({"argv": [], "env": env, "out": str(out),
+                                   "module": "sleeper"}) + "\n")
+    server.stdin.flush()
+    pid = answers.get(timeout=30)["pid"]
+    for _ in range(200):  # until the child leads its own session, as the runner freezes it
+        try:
+            os.killpg(pid, signal.SIGSTOP)
+            break
+        except ProcessLookupError:
+            time.sleep(0.05)
+    for _ in range(200):
+        if Path(f"/proc/{pid}/stat").read_text().split(") ")[1].split()[0] == "T":
+            break
+        time.sleep(0.05)
+    else:
+        raise AssertionError("the child never stopped")
+    server.stdin.close()
+    try:
+        assert answers.get(timeout=30) == {"exit": pid, "code": -signal.SIGKILL}
+        assert server.wait(timeout=30) == 0
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGKILL)
+        server.kill()
+    assert not Path(f"/proc/{pid}").exists()
 
 
 def test_a_subject_process_gets_its_servers_forked_warm(tmp_path: Path,
