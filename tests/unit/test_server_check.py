@@ -19,13 +19,8 @@ from mlxcompat.checks.server_workload import (
     queued,
     run_workload,
 )
-from mlxcompat.drivers.server import (
-    Completion,
-    Poster,
-    _logprobs,
-    request_timeout_s,
-    turn_prompt_cache_off,
-)
+from mlxcompat.drivers.client import Completion, Poster, _logprobs, request_timeout_s
+from mlxcompat.drivers.server import turn_prompt_cache_off
 from mlxcompat.models.saved import VOCAB, alphabet, to_ids, to_text
 
 sys.path.insert(0, str(Path(__file__).parent))  # fake_entry_points

@@ -36,8 +36,8 @@ from mlxcompat.checks.server_workload import (
     run_workload,
 )
 from mlxcompat.checks.spec import Case, CheckSpec, Context, Selection, guarded, wanted
+from mlxcompat.drivers.client import Completion
 from mlxcompat.drivers.kernel_cache import RETRY_PAUSE_S, is_half_written
-from mlxcompat.drivers.server import Completion
 from mlxcompat.records.rows import ResultRow
 from mlxcompat.registry import Registry
 
@@ -114,7 +114,7 @@ def _start(ctx: Context, first: Path, root: Path) -> Session:
         session.error = f"{type(exc).__name__}: {exc}"
     import httpx
 
-    from mlxcompat.drivers.server import Poster, request_timeout_s
+    from mlxcompat.drivers.client import Poster, request_timeout_s
     from mlxcompat.models.saved import to_ids
 
     session.client = httpx.Client()

@@ -29,7 +29,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from mlxcompat.drivers.server import Completion, Poster
+from mlxcompat.drivers.client import Completion, Poster
 from mlxcompat.models.saved import VOCAB, to_text
 
 SCENARIOS = ("shared-prefix", "multi-turn", "cancel", "long-prompt", "seeded")
