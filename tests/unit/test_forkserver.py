@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+from prockit import wait_for
 
 from mlxcompat import forkserver
 
@@ -85,12 +86,7 @@ def test_the_runners_death_ends_every_child_a_frozen_one_too(tmp_path: Path) -> 
             break
         except ProcessLookupError:
             time.sleep(0.05)
-    for _ in range(200):
-        if Path(f"/proc/{pid}/stat").read_text().split(") ")[1].split()[0] == "T":
-            break
-        time.sleep(0.05)
-    else:
-        raise AssertionError("the child never stopped")
+    assert wait_for(pid, "T", tries=200, pause=0.05) == "T", "the child never stopped"
     server.stdin.close()
     try:
         assert answers.get(timeout=30) == {"exit": pid, "code": -signal.SIGKILL}

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
+from prockit import wait_for
 
 from mlxcompat.workers import freeze_policy
 
@@ -20,19 +19,6 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="re
 @dataclass
 class Held:
     proc: Any
-
-
-def _state(pid: int) -> str:
-    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-
-
-def _wait_for(pid: int, states: str) -> str:
-    for _ in range(100):
-        state = _state(pid)
-        if state in states:
-            return state
-        time.sleep(0.02)
-    return _state(pid)
 
 
 def test_policy_by_backend(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -54,11 +40,11 @@ def test_freeze_stops_and_thaw_resumes_the_process_group(
     proc = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.readline()"],
                             stdin=subprocess.PIPE, start_new_session=True)
     try:
-        assert _wait_for(proc.pid, "S") == "S"
+        assert wait_for(proc.pid, "S") == "S"
         freeze(Held(proc))
-        assert _wait_for(proc.pid, "T") == "T"
+        assert wait_for(proc.pid, "T") == "T"
         thaw(Held(proc))
-        assert _wait_for(proc.pid, "SRD") in "SRD"  # D: running, between disk reads
+        assert wait_for(proc.pid, "SRD") in "SRD"  # D: running, between disk reads
         assert proc.stdin is not None
         proc.stdin.write(b"go\n")
         proc.stdin.flush()

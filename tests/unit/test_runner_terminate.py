@@ -9,10 +9,10 @@ import signal
 import subprocess
 import sys
 from collections import deque
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from prockit import state
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 
@@ -34,13 +34,6 @@ def test_sigterm_inside_becomes_system_exit_and_the_handler_is_restored() -> Non
     out = subprocess.run([sys.executable, "-c", SELF_TERM], capture_output=True, text=True,
                          timeout=60, check=True).stdout.split("\n")
     assert out[:2] == ["exit 143", "handler restored True"]
-
-
-def _state(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except FileNotFoundError:
-        return "gone"
 
 
 def test_a_stopped_run_kills_its_frozen_subject_and_writes_nothing(tmp_path, monkeypatch):
@@ -66,7 +59,7 @@ def test_a_stopped_run_kills_its_frozen_subject_and_writes_nothing(tmp_path, mon
             runner.run_cell(opts)
         assert stopped.value.code == 143
         assert child.wait(timeout=30) == -signal.SIGKILL
-        assert _state(child.pid) == "gone"
+        assert state(child.pid) == "gone"
         assert not opts.out.exists()
     finally:
         if child.poll() is None:
