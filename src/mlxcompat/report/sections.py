@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from mlxcompat.bench import NOISY_SPREAD
 from mlxcompat.records.report import Changes, CompatDoc
 from mlxcompat.report.tables import (
     ENV_KEYS,
@@ -98,8 +99,8 @@ def _bench(report: CompatDoc) -> list[str]:
            "twice the profile's). A row is `noisy` when, during its timed rounds, other "
            "processes or the hypervisor took more than a set share of the bench CPU, or, "
            "where nothing is pinned (GPU backends), of all CPUs or the host core's own speed "
-           "moved (a fixed loop timed before each round spread past 15%; the reason is on "
-           "the row): "
+           "moved (a fixed loop timed before each round spread past "
+           f"{NOISY_SPREAD:.0%}; the reason is on the row): "
            f"{len(noisy)} of {len(measured)} here. "
            "By chance alone a 95% interval misses \"no difference\" in about 1 pair in 20: "
            f"{flagged} of {len(paired)} `vs none` figures here are significant; an A/A "
