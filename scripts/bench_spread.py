@@ -27,6 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
+from mlxcompat.bench import summarise
 from mlxcompat.records.bench import MeasuredBench, PairedRatio
 from mlxcompat.records.cell import read_cell
 
@@ -141,9 +142,9 @@ def _by_machine(backend: str, measured: list[MeasuredBench]) -> list[str]:
     if corr:
         lines.append(f"  {backend:<5} rank correlation of a round's tok/s with the loop's speed "
                      f"before it: median {statistics.median(corr):+.2f} over {len(corr)} rows")
-    adjusted = [_robust_cv([g * s for g, s in zip(r.gen_tok_s.values,
-                                                   r.calibration.seconds.values, strict=True)])
-                <= LIMIT for r in timed
+    adjusted = [(summarise([g * s for g, s in zip(r.gen_tok_s.values,
+                                                  r.calibration.seconds.values, strict=True)]
+                           ).spread or 0.0) <= LIMIT for r in timed
                 if len(r.calibration.seconds.values) == len(r.gen_tok_s.values) >= 4]
     if adjusted:
         lines.append(f"  {backend:<5} tok/s divided by the loop's speed: spread <= 5% on "
@@ -192,11 +193,6 @@ def ratio_to(folder: Path, reference: Path) -> str:
         return f"  none's decode tok/s over {reference}: no rows in common"
     return (f"  none's decode tok/s over {reference}: {len(ratios)} rows; median "
             f"{statistics.median(ratios):.2f}, range {ratios[0]:.2f}–{ratios[-1]:.2f}")
-
-
-def _robust_cv(values: list[float]) -> float:
-    middle = statistics.median(values)
-    return 1.4826 * statistics.median(abs(v - middle) for v in values) / middle
 
 
 def _rank_corr(a: list[float], b: list[float]) -> float:

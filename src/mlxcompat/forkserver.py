@@ -119,8 +119,11 @@ def _tell(answer: IO[str], asked: dict[int, socket.socket], pid: int, code: int)
     message = json.dumps({"exit": pid, "code": code}) + "\n"
     conn = asked.pop(pid, None)
     if conn is None:
-        answer.write(message)
-        answer.flush()
+        try:
+            answer.write(message)
+            answer.flush()
+        except BrokenPipeError:  # the runner died (its children are being killed): nobody
+            os.dup2(os.open(os.devnull, os.O_WRONLY), answer.fileno())  # to tell, no traceback
         return
     with contextlib.suppress(OSError):  # the asker is gone; so, soon, is its server
         conn.sendall(message.encode())

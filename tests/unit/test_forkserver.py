@@ -98,6 +98,33 @@ def test_the_runners_death_ends_every_child_a_frozen_one_too(tmp_path: Path) -> 
     assert not Path(f"/proc/{pid}").exists()
 
 
+def test_a_runner_killed_outright_leaves_no_traceback(tmp_path: Path) -> None:
+    """Both pipes gone (the runner SIGKILLed): the children are killed and their exits,
+    which nobody can read any more, are dropped without a BrokenPipeError."""
+    (tmp_path / "sleeper.py").write_text("import time\ntime.sleep(600)\n")
+    server = subprocess.Popen([sys.executable, "-m", "mlxcompat.forkserver"],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    assert "ready" in json.loads(server.stdout.readline())
+    out = tmp_path / "sleeper.out"
+    os.mkfifo(out)
+    threading.Thread(target=out.read_text, daemon=True).start()
+    server.stdin.write(json.dumps({"argv": [], "out": str(out), "module": "sleeper",
+                                   "env": {**os.environ, "PYTHONPATH": str(tmp_path)}}) + "\n")
+    server.stdin.flush()
+    pid = json.loads(server.stdout.readline())["pid"]
+    server.stdout.close()
+    server.stdin.close()
+    try:
+        assert server.wait(timeout=30) == 0
+        assert "Error" not in server.stderr.read()
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGKILL)
+        server.kill()
+    assert wait_for(pid, "gone", tries=100, pause=0.05) == "gone"
+
+
 def test_a_subject_process_gets_its_servers_forked_warm(tmp_path: Path,
                                                         monkeypatch) -> None:
     """A server asked for over the socket is a real mlx_lm.server (it answers a completion),
