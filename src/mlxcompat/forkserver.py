@@ -97,9 +97,12 @@ LIVE: set[int] = set()  # children not yet reaped; each leads its own session (`
 
 
 def _kill_children() -> None:
+    """SIGKILL each child's session, and the child itself: one forked a moment ago may not
+    lead its session yet (`_become`), and its group would not be found."""
     for pid in LIVE:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pid, signal.SIGKILL)
+        for kill in (os.killpg, os.kill):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                kill(pid, signal.SIGKILL)
 
 
 def _reap(answer: IO[str], asked: dict[int, socket.socket]) -> None:
