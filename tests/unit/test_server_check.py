@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from mlxcompat.checks.server import ServerRun, compare_scenario
+from mlxcompat.checks.server_compare import ServerRun, compare_scenario
 from mlxcompat.checks.server_workload import (
     HEAD_START_S,
     SCENARIOS,
