@@ -51,6 +51,7 @@ TOP_LEVEL_ROOM = {
     "bench": "matrix",
     "plugin": "suite", "subjects": "suite", "footprint": "suite", "borrow": "suite",
     "runner": "runner", "workers": "runner", "forkserver": "runner", "forkclient": "runner",
+    "deadman": "runner",
     "merge": "runner",
     "inputs": "runner", "installs": "runner", "resolve": "runner", "pypi": "runner",
     "hosted": "runner",

@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from mlxcompat import forkserver
+from mlxcompat import deadman, forkserver
 from mlxcompat.bench_share import BenchShare
 from mlxcompat.cpuwatch import run_cpus
 from mlxcompat.forkclient import Events, ForkServer, kill
@@ -181,6 +181,7 @@ def _kill_live(workers: dict[str, Worker]) -> list[Worker]:
     live = [w for w in workers.values() if not w.exited]
     for w in live:
         kill(w.proc)
+        deadman.forget(w.proc.pid)
     return live
 
 

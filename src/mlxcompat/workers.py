@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from mlxcompat import deadman
 from mlxcompat.cpuwatch import run_cpus
 from mlxcompat.forkclient import Events, ForkServer, pump, read_fifo
 from mlxcompat.matrix import SubjectSpec
@@ -152,6 +153,8 @@ def _spawned(opts: RunOptions, subject: SubjectSpec, tmp: Path, need: Path | Non
     proc = subprocess.Popen([sys.executable, "-m", "pytest", *_argv(opts, tmp, spec_path, part)],
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             start_new_session=True, pass_fds=tuple(int(g) for g in gate))
+    if freeze_policy(opts.device) is not None:  # frozen, it could not outlive the runner
+        deadman.watch(proc.pid)                  # on its own: the switch ends it
     worker = Worker(subject.name, proc, part, deque(maxlen=30))
     threading.Thread(target=pump, args=(proc.stdout, subject.name, events, "out"),
                      daemon=True).start()
@@ -251,6 +254,7 @@ def handle(cell: str, event: tuple[str, str, str], workers: dict[str, Worker],
             turns.done(worker)
     elif kind == "eof":
         worker.code = worker.proc.wait()
+        deadman.forget(worker.proc.pid)
         worker.exited = True
         worker.waiting = ""
         turns.gone(worker)
