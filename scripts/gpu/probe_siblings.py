@@ -12,11 +12,12 @@ cause is beyond the VM and no placement helps. Three parts:
 3. idle: the loop alone on a few CPUs for SECONDS each, nothing else of ours running: the
    spread of its chunks' speed, the share slower than 0.8x the median, and 0.5 s blocks.
 
-    python3 scripts/gpu/probe_siblings.py [SECONDS]
+    python3 scripts/gpu/probe_siblings.py [SECONDS] [--gate CV]
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import signal
 import statistics
@@ -94,7 +95,9 @@ def steal() -> int:
     return int(Path("/proc/stat").read_text().split("\n", 1)[0].split()[8])
 
 
-def idle(cpus: list[int], seconds: float) -> None:
+def idle(cpus: list[int], seconds: float) -> list[float]:
+    """The loop alone on each of `cpus`; each one's robust CV."""
+    spreads = []
     for cpu in cpus:
         os.sched_setaffinity(0, {cpu})
         stolen = steal()
@@ -111,23 +114,38 @@ def idle(cpus: list[int], seconds: float) -> None:
         for (t, _), v in zip(samples, speed, strict=True):
             blocks.setdefault(int((t - start) / 0.5), []).append(v)
         line = " ".join(f"{statistics.median(b) / median:.2f}" for _, b in sorted(blocks.items()))
-        print(f"  cpu{cpu}: {len(speed)} chunks, robust CV {1.4826 * mad / median:.1%}, "
+        spreads.append(1.4826 * mad / median)
+        print(f"  cpu{cpu}: {len(speed)} chunks, robust CV {spreads[-1]:.1%}, "
               f"slower than 0.8x median {slow:.1%}, steal ticks {steal() - stolen}")
         print(f"    0.5 s blocks / median: {line}")
     os.sched_setaffinity(0, set(range(os.cpu_count() or 1)))
+    return spreads
 
 
 def main() -> int:
-    seconds = float(sys.argv[1]) if len(sys.argv) > 1 else 8.0
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("seconds", nargs="?", type=float, default=8.0,
+                        help="seconds of the idle loop per CPU")
+    parser.add_argument("--gate", type=float, metavar="CV",
+                        help="the idle part only; exit 3 when the loop's robust CV passes CV "
+                        "on any CPU probed (a host whose cores' speed moves: GPU rounds "
+                        "timed there come out wide, scripts/gpu/README.md)")
+    args = parser.parse_args()
     cpus = sorted(os.sched_getaffinity(0))
     load = Path("/proc/loadavg").read_text().split()[:3]
     print(f"-- topology (load {' '.join(load)})")
     topology(cpus)
-    print("-- pairs: loop time with a spinner on another CPU / alone")
-    pairs(cpus)
+    if args.gate is None:
+        print("-- pairs: loop time with a spinner on another CPU / alone")
+        pairs(cpus)
     picks = sorted({cpus[0], cpus[len(cpus) // 2], cpus[-1]})
-    print(f"-- idle: the loop alone, {seconds:.0f} s per CPU")
-    idle(picks, seconds)
+    print(f"-- idle: the loop alone, {args.seconds:.0f} s per CPU")
+    spreads = idle(picks, args.seconds)
+    if args.gate is not None:
+        steady = max(spreads) <= args.gate
+        print(f"gate: largest robust CV {max(spreads):.1%} against {args.gate:.1%}: "
+              f"{'steady' if steady else 'NOT steady, time nothing here'}")
+        return 0 if steady else 3
     return 0
 
 
