@@ -168,7 +168,8 @@ def by_host(folders: list[Path]) -> list[str]:
         lines.append(f"{folder}: steal median "
                      f"{f'{statistics.median(steal):.1%}' if steal else '-'}, loop spread median "
                      f"{f'{statistics.median(loop):.1%}' if loop else '-'}, spread <= 5%: "
-                     f"{_share([(r.gen_tok_s.spread or 0) <= LIMIT for r in measured])}")
+                     f"{_share([(r.gen_tok_s.spread or 0) <= LIMIT for r in measured])}; "
+                     f"loop ms p5/p50/p95 {_loop_ms(timed)}")
         pooled += timed
     lines.append(f"all {len(folders)} runs, rows by their loop's spread:")
     low = float("-inf")
@@ -179,6 +180,15 @@ def by_host(folders: list[Path]) -> list[str]:
                      f"{_share([(r.gen_tok_s.spread or 0) <= LIMIT for r in within])}")
         low = high
     return lines
+
+
+def _loop_ms(timed: list[MeasuredBench]) -> str:
+    """The loop's times before every round of the run: a host core that runs at two speeds
+    (3.3 ms on the steady H100 leases, 7-8 ms on the others) shows as a wide p5..p95."""
+    values = sorted(v * 1e3 for r in timed for v in r.calibration.seconds.values)
+    if not values:
+        return "-"
+    return "/".join(f"{values[round(q * (len(values) - 1))]:.1f}" for q in (0.05, 0.5, 0.95))
 
 
 def ratio_to(folder: Path, reference: Path) -> str:
