@@ -20,7 +20,7 @@ import subprocess
 import sys
 import time
 
-SPIN = "import os, sys\nos.sched_setaffinity(0, {int(sys.argv[1])})\nwhile True:\n    pass\n"
+from probe_siblings import SPIN  # a process spinning on the CPU its argument names
 
 
 def loop_s() -> float:
