@@ -52,7 +52,8 @@ CALIBRATION_LOOP = 100_000
 NOISY_FOREIGN = 0.20  # other processes used this share of the bench CPU (unpinned: of all CPUs)
 NOISY_STEAL = 0.10  # the hypervisor took this share
 NOISY_SPREAD = 0.15  # the loop's own spread: the host core's speed moved (a weaker signal;
-# past 10%, 91% of 117 GPU rows of every committed run were wider than 5%: scripts/gpu/README.md.
+# past 10%, 134 of the 148 GPU rows of every committed run were wider than 5%: bench_spread
+# --by-host, scripts/gpu/README.md "2026-12-07".
 # The mark is stored per row, so 10% comes with the next rerun of both `@cuda` cells.)
 
 
