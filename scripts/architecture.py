@@ -43,6 +43,7 @@ TOP_LEVEL_ROOM = {
     # the bench lock between processes (a server check waits for it; runners take it)
     "results": "records", "records": "records", "errors": "records", "validation": "records",
     "gate": "records", "turns": "records", "cpuwatch": "records", "benchlock": "records",
+    "placement": "records",
     "registry": "registry",
     # what a run is: the matrix, its settings and expectations, run specs, bench statistics
     "settings": "matrix", "expectations": "matrix", "matrix": "matrix", "spec": "matrix",

@@ -15,7 +15,8 @@
 #                                                 .gpu/harness-stamp, carried with call 1
 # Settings: BENCH (profile, default gpu), SUBJECTS (default none,mlxcompat), MODELS (default:
 # the cell's), CHECKS (default: the matrix's), TAG (a suffix for a second run of one cell),
-# MLXCOMPAT_BENCH_PIN (1: pin the timed rounds to one CPU as the CPU backend does), THREADS
+# MLXCOMPAT_BENCH_PIN (1: pin the timed rounds to one CPU as the CPU backend does),
+# MLXCOMPAT_BENCH_PLACE (free, alone or steady: where the timed thread runs, placement.py), THREADS
 # (seconds between samples of every harness process's threads, sample_threads.py, into
 # $OUT as <cell>_AT_cuda[-$TAG].threads.jsonl).
 # SITE_OF (another cell: run this cell's checks on that cell's releases, an A/B of mlx).
@@ -120,7 +121,7 @@ run)
     --subjects "${SUBJECTS:-none,mlxcompat}" ${MODELS:+--models "$MODELS"} \
     ${CHECKS:+--checks "$CHECKS"} --subject-dir /tmp/subjects --out "/tmp/keep/$name.json"
   if [ -n "$sampler" ]; then kill "$sampler" && wait "$sampler" || true; fi
-  echo "run $name: $(( $(date +%s) - start ))s (BENCH=${BENCH:-gpu} SUBJECTS=${SUBJECTS:-none,mlxcompat} MODELS=${MODELS:-} CHECKS=${CHECKS:-} MATRIX=${MATRIX:-} MLXCOMPAT_BENCH_PIN=${MLXCOMPAT_BENCH_PIN:-auto})"
+  echo "run $name: $(( $(date +%s) - start ))s (BENCH=${BENCH:-gpu} SUBJECTS=${SUBJECTS:-none,mlxcompat} MODELS=${MODELS:-} CHECKS=${CHECKS:-} MATRIX=${MATRIX:-} MLXCOMPAT_BENCH_PIN=${MLXCOMPAT_BENCH_PIN:-auto} MLXCOMPAT_BENCH_PLACE=${MLXCOMPAT_BENCH_PLACE:-free})"
   # Returned file names may not contain '@': <cell>_AT_cuda*.json (collect.sh renames).
   for f in /tmp/keep/"$name".*json /tmp/keep/"$name".json; do
     [ -f "$f" ] && b=$(basename "$f") && cp "$f" "$out/${b/@/_AT_}"

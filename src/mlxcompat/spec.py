@@ -90,6 +90,7 @@ class SubjectRun(_FileRecord):
     install_error: str = ""
     turn_ends: list[int | str] = Field(default_factory=list)  # the turn-taking channel
     bench_cpu: int | None = None
+    bench_place: str = ""  # unpinned: where the timed thread runs (mlxcompat.placement)
     others_frozen: bool = False  # the runner freezes the other subjects during this one's turns
     model_decls: dict[str, dict[str, Any]] = Field(default_factory=dict)
     role_decls: dict[str, dict[str, Any]] = Field(default_factory=dict)

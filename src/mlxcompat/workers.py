@@ -21,6 +21,7 @@ from mlxcompat.cpuwatch import run_cpus
 from mlxcompat.forkclient import Events, ForkServer, pump, read_fifo
 from mlxcompat.matrix import SubjectSpec
 from mlxcompat.matrix_entries import packaged
+from mlxcompat.placement import POLICIES
 from mlxcompat.records.names import UPSTREAM
 from mlxcompat.spec import RunOptions, SubjectRun
 from mlxcompat.turns import Hold, TurnOrder
@@ -73,6 +74,18 @@ def bench_cpu(device: str = "cpu") -> int | None:
     return max(run_cpus())
 
 
+def bench_place(device: str = "cpu") -> str:
+    """Where an unpinned subject places its timed thread (`mlxcompat.placement`):
+    MLXCOMPAT_BENCH_PLACE, `free` unless named; "" where the rounds are pinned to the bench
+    CPU (the CPU backend), which leaves nothing to place."""
+    if bench_cpu(device) is not None:
+        return ""
+    policy = os.environ.get("MLXCOMPAT_BENCH_PLACE", "free")
+    if policy not in POLICIES:
+        raise ValueError(f"MLXCOMPAT_BENCH_PLACE={policy!r}: expected one of {POLICIES}")
+    return policy
+
+
 def freeze_policy(device: str = "cpu") -> Hold | None:
     """How the runner keeps waiting subjects off a measuring one: on a GPU backend it freezes
     them (SIGSTOP to their process group) for every other subject's turn, since a process
@@ -111,6 +124,7 @@ def _spec(opts: RunOptions, subject: SubjectSpec, part: Path, need: Path | None,
         installs=bool(subject.install),
         install_error=installed.error if installed and not installed.ok else "",
         turn_ends=turn_ends, bench_cpu=bench_cpu(opts.device),
+        bench_place=bench_place(opts.device),
         others_frozen=freeze_policy(opts.device) is not None,
         borrow_from=UPSTREAM if run.borrow and subject.entry_points and subject.name != UPSTREAM
         and any(s.name == UPSTREAM for s in opts.subjects) else "")

@@ -76,6 +76,8 @@ class MeasuredBench(_Bench):
     peak_memory_mb: float | None = None
     first_round_ratio: float | None = None
     pinned_cpu: int | None = None
+    placement: str = ""  # unpinned: the timed thread's placement policy (mlxcompat.placement)
+    moves: int = 0  # times the `steady` policy moved the timed thread during the rounds
     others_frozen: bool = False  # the cell's other subjects were frozen during its rounds
     overhead: PairedRatio | None = None
 

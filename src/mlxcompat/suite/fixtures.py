@@ -111,6 +111,14 @@ def turn_taker(mlxcompat_run: SubjectRun) -> Any:
     return turn_taker_from(mlxcompat_run.turn_ends, mlxcompat_run.bench_cpu)
 
 
+@pytest.fixture(scope="session")
+def placement(mlxcompat_run: SubjectRun) -> Any:
+    """Where this unpinned worker's timed thread runs (`free`: wherever the kernel puts it)."""
+    from mlxcompat.placement import Placement
+
+    return Placement(mlxcompat_run.bench_place or "free")
+
+
 @pytest.fixture
 def record_bench(request: pytest.FixtureRequest) -> Callable[[BenchRow], None]:
     """Append a throughput row to the cell JSON (written at once, like verdicts)."""

@@ -35,8 +35,8 @@ def _built(decl, dtype: str):
     return model_in(decl.factory, dtype)
 
 
-def test_throughput(bench_case, registry, mlxcompat_run, turn_taker, benchmark, record_bench,
-                    broken_reason, backend):
+def test_throughput(bench_case, registry, mlxcompat_run, turn_taker, placement, benchmark,
+                    record_bench, broken_reason, backend):
     from mlxcompat.drivers import bench as timers
 
     profile = mlxcompat_run.bench
@@ -60,10 +60,15 @@ def test_throughput(bench_case, registry, mlxcompat_run, turn_taker, benchmark, 
     label = f"{case.model} b{case.batch} {case.dtype} {case.prompts}"
     watch = CpuWatch(None)  # its CPU is the pinned one, known from the first turn on
     proc_stat = cpu_times(None) is not None
+    moves: list[int] = []  # the placement's count of moves after each round's settling
+    moved_before = placement.moves
 
     def setup():
         turn_taker.turn(f"{label} batched")
-        calibrated.append(calibration_loop())  # in the round's own turn, right before it
+        # in the round's own turn, right before it, on the CPU the round will run on
+        calibrated.append(calibration_loop() if turn_taker.pinned is not None
+                          else placement.settle(calibration_loop))
+        moves.append(placement.moves)
 
     def one_round():
         gc.disable()
@@ -92,6 +97,9 @@ def test_throughput(bench_case, registry, mlxcompat_run, turn_taker, benchmark, 
                     watch.shares() if proc_stat else None, calibrated[profile.warmup:],
                     pinned=turn_taker.pinned is not None)
     row.pinned_cpu = turn_taker.pinned
+    if turn_taker.pinned is None:
+        row.placement = placement.policy
+        row.moves = moves[-1] - (moves[profile.warmup - 1] if profile.warmup else moved_before)
     row.others_frozen = mlxcompat_run.others_frozen
     benchmark.extra_info.update(gen_tok_s_median=row.gen_tok_s.median, batch=row.batch,
                                 model=row.model, subject=row.subject, dtype=row.dtype,
