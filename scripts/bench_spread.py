@@ -169,7 +169,7 @@ def by_host(folders: list[Path]) -> list[str]:
                      f"{f'{statistics.median(steal):.1%}' if steal else '-'}, loop spread median "
                      f"{f'{statistics.median(loop):.1%}' if loop else '-'}, spread <= 5%: "
                      f"{_share([(r.gen_tok_s.spread or 0) <= LIMIT for r in measured])}; "
-                     f"loop ms p5/p50/p95 {_loop_ms(timed)}")
+                     f"loop ms p5/p50/p95 {_loop_ms(timed)}{_placed(measured)}")
         pooled += timed
     lines.append(f"all {len(folders)} runs, rows by their loop's spread:")
     low = float("-inf")
@@ -180,6 +180,13 @@ def by_host(folders: list[Path]) -> list[str]:
                      f"{_share([(r.gen_tok_s.spread or 0) <= LIMIT for r in within])}")
         low = high
     return lines
+
+
+def _placed(measured: list[MeasuredBench]) -> str:
+    """The placement policies of the run's unpinned rows, and the moves `steady` made."""
+    policies = sorted({r.placement or "free" for r in measured if r.pinned_cpu is None})
+    moves = sum(r.moves for r in measured)
+    return f"; placement {'+'.join(policies)}, {moves} moves" if policies else ""
 
 
 def _loop_ms(timed: list[MeasuredBench]) -> str:
