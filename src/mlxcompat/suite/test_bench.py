@@ -60,15 +60,15 @@ def test_throughput(bench_case, registry, mlxcompat_run, turn_taker, placement, 
     label = f"{case.model} b{case.batch} {case.dtype} {case.prompts}"
     watch = CpuWatch(None)  # its CPU is the pinned one, known from the first turn on
     proc_stat = cpu_times(None) is not None
-    moves: list[int] = []  # the placement's count of moves after each round's settling
-    moved_before = placement.moves
+    moved_before: list[int] = []  # the placement's moves when the first measured round came
 
     def setup():
         turn_taker.turn(f"{label} batched")
-        # in the round's own turn, right before it, on the CPU the round will run on
-        calibrated.append(calibration_loop() if turn_taker.pinned is not None
-                          else placement.settle(calibration_loop))
-        moves.append(placement.moves)
+        if len(calibrated) == profile.warmup:
+            moved_before.append(placement.moves)
+        # in the round's own turn, right before it, on the CPU the round will run on (a
+        # pinned worker's placement is `free`: it only times the loop)
+        calibrated.append(placement.settle(calibration_loop))
 
     def one_round():
         gc.disable()
@@ -97,9 +97,8 @@ def test_throughput(bench_case, registry, mlxcompat_run, turn_taker, placement, 
                     watch.shares() if proc_stat else None, calibrated[profile.warmup:],
                     pinned=turn_taker.pinned is not None)
     row.pinned_cpu = turn_taker.pinned
-    if turn_taker.pinned is None:
-        row.placement = placement.policy
-        row.moves = moves[-1] - (moves[profile.warmup - 1] if profile.warmup else moved_before)
+    row.placement = mlxcompat_run.bench_place
+    row.moves = placement.moves - moved_before[0]
     row.others_frozen = mlxcompat_run.others_frozen
     benchmark.extra_info.update(gen_tok_s_median=row.gen_tok_s.median, batch=row.batch,
                                 model=row.model, subject=row.subject, dtype=row.dtype,
