@@ -31,11 +31,6 @@ SLOW = 1.5  # the fast level's rounds spread to 1.34x their fastest, the slow le
 MOVES = 4
 
 
-def _set(task: int, cpus: set[int]) -> None:
-    with contextlib.suppress(OSError):
-        os.sched_setaffinity(task, cpus)
-
-
 class Placement:
     """One subject process's placement of its timed (main) thread."""
 
@@ -55,12 +50,15 @@ class Placement:
         return self.policy != "free" and len(self.cpus) >= 2
 
     def place(self, cpu: int) -> None:
-        """The main thread on `cpu`, every other thread of this process off it."""
+        """The main thread on `cpu`, every other thread of this process off it. A thread
+        that ends meanwhile is passed over; the main thread's own move must succeed, or the
+        row would name a placement its rounds did not have."""
+        os.sched_setaffinity(self._main, {cpu})
         others = set(self.cpus) - {cpu}
         for task in Path("/proc/self/task").iterdir():
-            with contextlib.suppress(ValueError):
-                tid = int(task.name)
-                _set(tid, {cpu} if tid == self._main else others)
+            with contextlib.suppress(ValueError, OSError):
+                if int(task.name) != self._main:
+                    os.sched_setaffinity(int(task.name), others)
         self.cpu = cpu
 
     def _timed(self, loop: Callable[[], float]) -> float:

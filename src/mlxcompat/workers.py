@@ -78,12 +78,10 @@ def bench_place(device: str = "cpu") -> str:
     """Where an unpinned subject places its timed thread (`mlxcompat.placement`):
     MLXCOMPAT_BENCH_PLACE, `free` unless named; "" where the rounds are pinned to the bench
     CPU (the CPU backend), which leaves nothing to place."""
-    if bench_cpu(device) is not None:
-        return ""
     policy = os.environ.get("MLXCOMPAT_BENCH_PLACE", "free")
     if policy not in POLICIES:
         raise ValueError(f"MLXCOMPAT_BENCH_PLACE={policy!r}: expected one of {POLICIES}")
-    return policy
+    return "" if bench_cpu(device) is not None else policy
 
 
 def freeze_policy(device: str = "cpu") -> Hold | None:

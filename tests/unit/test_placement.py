@@ -133,7 +133,14 @@ def test_the_runner_names_the_policy_only_where_rounds_are_unpinned(monkeypatch)
     monkeypatch.setenv("MLXCOMPAT_BENCH_PLACE", "steady")
     assert bench_place("gpu") == "steady" and bench_place("cpu") == ""
     monkeypatch.setenv("MLXCOMPAT_BENCH_PLACE", "stedy")
-    with pytest.raises(ValueError, match="stedy"):
-        bench_place("gpu")
+    for device in ("gpu", "cpu"):  # a mistyped policy fails where it would place nothing too
+        with pytest.raises(ValueError, match="stedy"):
+            bench_place(device)
     with pytest.raises(ValueError, match="unknown placement"):
         Placement("pinned")
+
+
+def test_a_main_thread_that_cannot_move_fails_the_round_rather_than_run_unplaced() -> None:
+    place = Placement("alone", {*os.sched_getaffinity(0), 100_000})  # no such CPU
+    with pytest.raises(OSError):
+        place.place(100_000)
