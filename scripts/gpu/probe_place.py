@@ -29,15 +29,14 @@ import time
 from pathlib import Path
 
 import mlx.core as mx
-import numpy as np
+from read_place import POLICIES, report
 
 from mlxcompat.bench import bench_prompts, calibration_loop, summarise
 from mlxcompat.drivers.bench import time_batched
 from mlxcompat.models.lm import build_lm
-from mlxcompat.placement import SLOW, Placement
+from mlxcompat.placement import Placement
 
 CASES = [("llama", 1), ("llama", 8), ("llama", 32), ("mamba2", 8), ("mamba2", 32)]
-POLICIES = ("free", "alone", "steady")
 WARMUP = 2
 
 
@@ -109,7 +108,6 @@ def main() -> int:
           f"{blocks} blocks -> {out}", flush=True)
     models = {name: build_lm(name) for name in ("llama", "mamba2")}
     places = {policy: Placement(policy, every) for policy in POLICIES}
-    rows: dict[str, list[float]] = {p: [] for p in POLICIES}
     kept: list[dict] = []
     with out.open("w") as sink:
         for block in range(blocks):
@@ -120,9 +118,8 @@ def main() -> int:
                     got = [one_round(models[name], prompts, places[policy])
                            for _ in range(WARMUP + rounds)][WARMUP:]
                     spread = summarise([g["tok_s"] for g in got]).spread or 0.0
-                    rows[policy].append(spread)
                     loops = [g["loop_ms"] for g in got]
-                    print(f"b{block} {policy:<6} {name:<6} b{batch:<3} CV {spread:6.1%}  "
+                    print(f"b{block} {policy:<6} {name:<6} b{batch:<3} spread {spread:6.1%}  "
                           f"loop ms {min(loops):.1f}-{max(loops):.1f}  moves "
                           f"{got[-1]['moves'] - got[0]['moves']}  wait max "
                           f"{max(g['wait'] for g in got):.0%}  shared "
@@ -132,24 +129,7 @@ def main() -> int:
                         sink.write(json.dumps(g) + "\n")
                     kept += got
     _everywhere(every)
-    fastest = min(g["loop_ms"] for g in kept)
-    print(f"\nfastest loop {fastest:.2f} ms; a round is slow past {SLOW}x that")
-    for policy in POLICIES:
-        mine = [g for g in kept if g["policy"] == policy]
-        slow = [g for g in mine if g["loop_ms"] > SLOW * fastest]
-        after = [g for g in mine if g["after_ms"] > SLOW * fastest]
-        loops = np.percentile([g["loop_ms"] for g in mine], [5, 50, 95])
-        tight = sum(s <= 0.05 for s in rows[policy])
-        print(f"{policy:<6} rows CV <= 5%: {tight}/{len(rows[policy])}; loop ms p5/p50/p95 "
-              f"{loops[0]:.1f}/{loops[1]:.1f}/{loops[2]:.1f}; slow before {len(slow)}, after "
-              f"{len(after)} of {len(mine)} rounds")
-        for label, part in (("slow", slow), ("fast", [g for g in mine if g not in slow])):
-            if part:
-                print(f"   {label} rounds: run-queue wait median "
-                      f"{np.median([g['wait'] for g in part]):.1%}, main ran "
-                      f"{np.median([g['ran'] for g in part]):.0%} of the round, shared "
-                      f"a CPU {sum(g['shared'] for g in part)}/{len(part)}, steal max "
-                      f"{max(g['steal'] for g in part):.1%}")
+    print("\n" + "\n".join(report(kept)))
     return 0
 
 

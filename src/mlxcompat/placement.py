@@ -13,6 +13,10 @@ the calibration loop at ~3.5 ms or at ~7 ms from one round to the next, tok/s fo
           the fastest this process has timed, the main thread moves to the next CPU, at
           most MOVES times, and the round runs on the fastest CPU found
 
+On the one H200 that measured them (reports/evidence/gpu/place-h200-126b819.tgz) no slow
+round waited for a CPU or shared one: the level was the host's, and neither policy held a
+row's spread, so `free` stays the default.
+
 The choice is `MLXCOMPAT_BENCH_PLACE` (runner side, `workers.bench_place`); the CPU backend
 pins every thread to the bench CPU instead (`turns.pin_process`) and never places here.
 Stdlib only: the subject processes import it.
