@@ -27,9 +27,11 @@ class ProfileFile(_Strict):
     warmup: int | None = None
     prompt_tokens: int | None = None
     gen_tokens: int | None = None
+    repeats: int | None = Field(
+        None, description="runs per round: a round's tok/s is their tokens over their seconds")
     gating: bool = Field(False, description="compared with a same-machine baseline")
     models: list[str] | None = None
-    dtypes: list[Literal["float32", "bfloat16", "float16"]] | None = None
+    dtypes: list[Literal["float32", "bfloat16", "float16", "q4"]] | None = None
     prompts: list[Literal["uniform", "mixed"]] | None = Field(
         None, description="prompt-length shapes: uniform, or mixed (log-uniform L/4..2L)")
 

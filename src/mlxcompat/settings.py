@@ -15,8 +15,8 @@ from mlxcompat.validation import fail, mapping, names
 
 KEYS = {"python", "timeout_s", "tolerance", "throughput_threshold", "bench", "backend",
         "force_cpu_devices"}
-PROFILE_KEYS = {"batches", "rounds", "warmup", "prompt_tokens", "gen_tokens", "gating",
-                "models", "dtypes", "prompts"}
+PROFILE_KEYS = {"batches", "rounds", "warmup", "prompt_tokens", "gen_tokens", "repeats",
+                "gating", "models", "dtypes", "prompts"}
 PROMPT_SHAPES = ("uniform", "mixed")
 DTYPES = ("float32", "bfloat16", "float16", "q4")  # q4: 4-bit weights (mlx.nn.quantize)
 DEFAULT_BENCH_MODELS = ("llama", "mamba2", "qwen3_next", "qwen3_5")
@@ -32,6 +32,9 @@ class BenchProfile(Record):
     warmup: int = 2
     prompt_tokens: int = 32
     gen_tokens: int = 64
+    # measurements per round: a round's tok/s is the tokens of `repeats` back-to-back runs
+    # over their seconds, so a round outlasts a host whose CPU speed switches every ~0.5 s
+    repeats: int = 1
     gating: bool = False
     models: tuple[str, ...] = DEFAULT_BENCH_MODELS
     dtypes: tuple[str, ...] = ("float32",)

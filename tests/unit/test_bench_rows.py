@@ -136,6 +136,27 @@ def test_an_unknown_dtype_is_refused() -> None:
             "subjects": {"none": {}}, "cells": [{"mlx-lm": "0.32.2", "mlx": "0.32.2"}]})
 
 
+def test_repeats_make_one_round_of_several_runs_and_zero_is_refused() -> None:
+    from mlxcompat.drivers.bench import Timing, combined
+    from mlxcompat.matrix import parse_matrix
+    from mlxcompat.validation import MatrixError
+
+    def matrix(repeats):
+        return {"schema": 3, "settings": {"bench": {"profiles": {"gpu": {"repeats": repeats}}}},
+                "backends": {"cpu": {"device": "cpu",
+                                     "requirement": {"linux": "mlx[cpu]=={v}"}}},
+                "subjects": {"none": {}}, "cells": [{"mlx-lm": "0.32.2", "mlx": "0.32.2"}]}
+
+    assert parse_matrix(matrix(4)).settings.bench.profiles["gpu"].repeats == 4
+    with pytest.raises(MatrixError, match="repeats"):
+        parse_matrix(matrix(0))
+    fast, slow = Timing(32, 0.01, 64, 0.05), Timing(32, 0.03, 64, 0.15)
+    both = combined([fast, slow])
+    assert both.decode_tok_s == pytest.approx(128 / 0.20)  # tokens over seconds, not a mean
+    assert both.decode_tok_s != pytest.approx((fast.decode_tok_s + slow.decode_tok_s) / 2)
+    assert both.prefill_tok_s == pytest.approx(64 / 0.04)
+
+
 def test_unpinned_rounds_count_the_machine_s_cpus() -> None:
     from mlxcompat.bench import calibration
 

@@ -35,6 +35,12 @@ class Timing:
         return self.prefill_tokens / self.prefill_s if self.prefill_s > 0 else 0.0
 
 
+def combined(parts: Sequence[Timing]) -> Timing:
+    """Back-to-back runs as one: their tokens over their seconds (a profile's `repeats`)."""
+    return Timing(sum(t.prefill_tokens for t in parts), sum(t.prefill_s for t in parts),
+                  sum(t.decode_tokens for t in parts), sum(t.decode_s for t in parts))
+
+
 def _sync() -> None:
     if hasattr(mx, "synchronize"):
         mx.synchronize()

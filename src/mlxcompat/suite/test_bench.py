@@ -77,7 +77,8 @@ def test_throughput(bench_case, registry, mlxcompat_run, turn_taker, placement, 
             watch.cpu = turn_taker.pinned
             watch.start()
         try:
-            timings.append(timer(net, prompts, profile.gen_tokens))
+            timings.append(timers.combined([timer(net, prompts, profile.gen_tokens)
+                                            for _ in range(profile.repeats)]))
         finally:
             if watched:
                 watch.stop()
