@@ -177,8 +177,8 @@ def bench_row(model: str, subject: str, batch: int, profile: BenchProfile,
         model=model, subject=subject, batch=batch, backend=backend, dtype=dtype,
         prompts=prompts, profile=profile.name, gating=profile.gating,
         prompt_tokens=profile.prompt_tokens, gen_tokens=profile.gen_tokens,
-        gen_tok_s=summarise(decode), prefill_tok_s=summarise(prefill), peak_memory_mb=peak_mb,
-        first_round_ratio=first_last,
+        repeats=profile.repeats, gen_tok_s=summarise(decode), prefill_tok_s=summarise(prefill),
+        peak_memory_mb=peak_mb, first_round_ratio=first_last,
         calibration=calibration(shares, calibrated, pinned))
 
 

@@ -147,7 +147,9 @@ def test_repeats_make_one_round_of_several_runs_and_zero_is_refused() -> None:
                                      "requirement": {"linux": "mlx[cpu]=={v}"}}},
                 "subjects": {"none": {}}, "cells": [{"mlx-lm": "0.32.2", "mlx": "0.32.2"}]}
 
-    assert parse_matrix(matrix(4)).settings.bench.profiles["gpu"].repeats == 4
+    profile = parse_matrix(matrix(4)).settings.bench.profiles["gpu"]
+    assert profile.repeats == 4
+    assert bench_row("llama", "none", 8, profile, [1.0], [1.0], None, "cpu").repeats == 4
     with pytest.raises(MatrixError, match="repeats"):
         parse_matrix(matrix(0))
     fast, slow = Timing(32, 0.01, 64, 0.05), Timing(32, 0.03, 64, 0.15)

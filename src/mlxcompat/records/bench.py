@@ -67,6 +67,7 @@ class MeasuredBench(_Bench):
     gating: bool = False
     prompt_tokens: int = 0
     gen_tokens: int = 0
+    repeats: int = 1  # runs per round (the profile's `repeats`)
     calibration: Calibration | None = None
     prefill_overhead: PairedRatio | None = None  # prefill tok/s against none's, paired
     gen_tok_s: Spread
