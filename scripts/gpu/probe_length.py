@@ -62,6 +62,7 @@ def measure(rounds: int, blocks: int, out: Path) -> list[dict]:
                         if i >= WARMUP:
                             got.append(row)
                             sink.write(json.dumps(row) + "\n")
+                    sink.flush()  # a call cut off at its limit keeps what it timed
                     spread = summarise([g["tok_s"] for g in got]).spread or 0.0
                     print(f"b{block} {name:<6} b{batch:<3} k={k:<3} spread {spread:6.1%}  "
                           f"round {got[0]['wall_s']:.2f} s", flush=True)
