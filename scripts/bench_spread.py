@@ -183,10 +183,13 @@ def by_host(folders: list[Path]) -> list[str]:
 
 
 def _placed(measured: list[MeasuredBench]) -> str:
-    """The placement policies of the run's unpinned rows, and the moves `steady` made."""
+    """The placement policies of the run's unpinned rows, the moves `steady` made, and the
+    runs per round where a profile's `repeats` made them more than one."""
     policies = sorted({r.placement or "free" for r in measured if r.pinned_cpu is None})
     moves = sum(r.moves for r in measured)
-    return f"; placement {'+'.join(policies)}, {moves} moves" if policies else ""
+    repeats = sorted({r.repeats for r in measured} - {1})
+    return ((f"; placement {'+'.join(policies)}, {moves} moves" if policies else "")
+            + (f"; repeats {'+'.join(map(str, repeats))}" if repeats else ""))
 
 
 def _loop_ms(timed: list[MeasuredBench]) -> str:
