@@ -79,10 +79,10 @@ def report(kept: list[dict]) -> list[str]:
     lines = []
     for k in sorted({key[0] for key in rows}):
         spreads = {key: summarise(v).spread or 0.0 for key, v in rows.items() if key[0] == k}
-        walls = sorted(g["wall_s"] for g in kept if g["k"] == k)
+        wall = statistics.median(g["wall_s"] for g in kept if g["k"] == k)
         tight = sum(s <= 0.05 for s in spreads.values())
         lines.append(f"k={k:<3} rows spread <= 5%: {tight}/{len(spreads)}; round s median "
-                     f"{walls[len(walls) // 2]:.2f}; spreads " + " ".join(
+                     f"{wall:.2f}; spreads " + " ".join(
                          f"{s:.1%}" for _, s in sorted(spreads.items())))
     lines.append("median tok/s per case (all blocks), against k=1:")
     for model, batch in sorted({(g["model"], g["batch"]) for g in kept}):

@@ -29,12 +29,12 @@ import time
 from pathlib import Path
 
 import mlx.core as mx
-from read_place import POLICIES, report
+from read_place import report
 
 from mlxcompat.bench import bench_prompts, calibration_loop, summarise
 from mlxcompat.drivers.bench import time_batched
 from mlxcompat.models.lm import build_lm
-from mlxcompat.placement import Placement
+from mlxcompat.placement import POLICIES, Placement
 
 CASES = [("llama", 1), ("llama", 8), ("llama", 32), ("mamba2", 8), ("mamba2", 32)]
 WARMUP = 2

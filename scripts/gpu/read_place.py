@@ -16,9 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from mlxcompat.bench import summarise
-from mlxcompat.placement import SLOW
-
-POLICIES = ("free", "alone", "steady")
+from mlxcompat.placement import POLICIES, SLOW
 
 
 def report(kept: list[dict]) -> list[str]:
