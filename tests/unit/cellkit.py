@@ -7,7 +7,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from mlxcompat.matrix import parse_matrix
 from mlxcompat.records.names import SCHEMA
+from mlxcompat.report.build import ReportPaths, build_report
 
 MATRIX: dict[str, Any] = {
     "schema": 3,
@@ -120,3 +122,10 @@ def matrix(**changes: Any) -> dict[str, Any]:
     doc = copy.deepcopy(MATRIX)
     doc.update(changes)
     return doc
+
+
+def build(raw: Path, doc: dict[str, Any] | None = None, **kw: Any) -> tuple[int, str, Path]:
+    """The report of the cell JSONs in `raw` (no HTML): its exit code, its line, its folder."""
+    paths = ReportPaths.under(raw)
+    code, line = build_report(paths, parse_matrix(doc or matrix()), html=False, **kw)
+    return code, line, paths.out

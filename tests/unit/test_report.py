@@ -6,16 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from cellkit import cell, matrix, result, standard_cells, write
-
-from mlxcompat.matrix import parse_matrix
-from mlxcompat.report.build import ReportPaths, build_report
-
-
-def _build(raw: Path, doc: dict | None = None, **kw) -> tuple[int, str, Path]:
-    paths = ReportPaths.under(raw)
-    code, line = build_report(paths, parse_matrix(doc or matrix()), html=False, **kw)
-    return code, line, paths.out
+from cellkit import build, cell, matrix, result, standard_cells, write
 
 
 @pytest.fixture
@@ -24,7 +15,7 @@ def raw(tmp_path: Path) -> Path:
 
 
 def test_all_expected_is_ok(raw) -> None:
-    code, line, out = _build(raw)
+    code, line, out = build(raw)
     assert code == 0, line
     assert "unexpected: 0" in line
     report = json.loads((out / "compat.json").read_text())
@@ -37,7 +28,7 @@ def test_all_expected_is_ok(raw) -> None:
 
 def test_half_written_cell_json_fails_the_report(raw, capsys) -> None:
     (raw / "mlx-lm-0.32.2.json").write_text('{"schema": 3, "cell": "mlx-lm-0.32')
-    code, line, _ = _build(raw)
+    code, line, _ = build(raw)
     assert code == 1 and "1 input problem(s)" in line
     assert "mlx-lm-0.32.2.json: unreadable (JSONDecodeError" in capsys.readouterr().err
 
@@ -45,7 +36,7 @@ def test_half_written_cell_json_fails_the_report(raw, capsys) -> None:
 def test_future_schema_fails_the_report(raw) -> None:
     doc = json.loads((raw / "mlx-lm-0.32.2.json").read_text())
     (raw / "mlx-lm-0.32.2.json").write_text(json.dumps({**doc, "schema": 4}))
-    code, line, out = _build(raw)
+    code, line, out = build(raw)
     assert code == 1 and "input problem" in line
     assert "schema 4; this mlxcompat reads schema 3" in (out / "compat.md").read_text()
 
@@ -54,7 +45,7 @@ def test_a_mistyped_key_in_a_cell_json_fails_the_report(raw, capsys) -> None:
     doc = json.loads((raw / "mlx-lm-0.32.2.json").read_text())
     doc["results"][0]["verdcit"] = doc["results"][0].pop("verdict")
     (raw / "mlx-lm-0.32.2.json").write_text(json.dumps(doc))
-    code, line, _ = _build(raw)
+    code, line, _ = build(raw)
     assert code == 1 and "input problem" in line
     assert "results[0].verdcit: Extra inputs are not permitted" in capsys.readouterr().err
 
@@ -75,7 +66,7 @@ def test_a_schema_2_cell_json_is_read_with_its_fields_renamed(raw, capsys) -> No
                         "detail": r["detail"], "seconds": 0.1} for r in doc["results"]
                        if r["check"] != "process-state"]}  # a check schema 2 never had
     (raw / "mlx-lm-0.32.2.json").write_text(json.dumps(old))
-    code, line, out = _build(raw)
+    code, line, out = build(raw)
     # read with every field renamed; the only shortfall is the check it predates
     assert code == 1 and "1 missing" in line, line
     err = capsys.readouterr().err
@@ -90,13 +81,13 @@ def test_a_schema_2_cell_json_is_read_with_its_fields_renamed(raw, capsys) -> No
 def test_unfinished_run_fails_the_report(raw) -> None:
     doc = json.loads((raw / "mlx-lm-0.32.2.json").read_text())
     (raw / "mlx-lm-0.32.2.json").write_text(json.dumps({**doc, "complete": False}))
-    code, line, _ = _build(raw)
+    code, line, _ = build(raw)
     assert code == 1 and "input problem" in line
 
 
 def test_one_of_two_cells_present_fails_naming_the_missing_one(raw, capsys) -> None:
     (raw / "mlx-lm-0.29.1.json").unlink()
-    code, line, _ = _build(raw)
+    code, line, _ = build(raw)
     assert code == 1 and "1 missing cell(s)" in line
     assert "mlx-lm-0.29.1: no result" in capsys.readouterr().err
 
@@ -105,13 +96,13 @@ def test_a_tagged_run_needs_only_its_cells(raw) -> None:
     (raw / "mlx-lm-0.29.1.json").unlink()
     doc = matrix()
     doc["cells"][1]["tags"] = ["quick"]
-    code, line, _ = _build(raw, doc, tag="quick")
+    code, line, _ = build(raw, doc, tag="quick")
     assert code == 0, line
 
 
 def test_stray_cell_json_is_listed_and_ignored(raw, capsys) -> None:
     write(raw, {"local": cell("local", "0.32.2", [result("parity", "fail", "llama", "fresh")])})
-    code, line, out = _build(raw)
+    code, line, out = build(raw)
     assert code == 0, line
     assert "ignored local.json" in capsys.readouterr().err
     cells = [c["cell"] for c in json.loads((out / "compat.json").read_text())["cells"]]
@@ -121,17 +112,17 @@ def test_stray_cell_json_is_listed_and_ignored(raw, capsys) -> None:
 def test_every_label_present_needs_every_cell(raw) -> None:
     copy = json.loads((raw / "mlx-lm-0.32.2.json").read_text())
     write(raw, {"mlx-lm-0.32.2@macos-14": {**copy, "cell": "mlx-lm-0.32.2@macos-14"}})
-    code, line, _ = _build(raw)
+    code, line, _ = build(raw)
     assert code == 1 and "1 missing cell(s)" in line
 
 
 def _accept_then(raw: Path, edit) -> tuple[int, str, Path]:
-    code, line, _ = _build(raw, accept=True)
+    code, line, _ = build(raw, accept=True)
     assert code == 0, line
     doc = json.loads((raw / "mlx-lm-0.32.2.json").read_text())
     edit(doc)
     (raw / "mlx-lm-0.32.2.json").write_text(json.dumps(doc))
-    return _build(raw)
+    return build(raw)
 
 
 def test_vanished_row_is_a_regression(raw, capsys) -> None:
@@ -156,23 +147,23 @@ def test_pass_to_expected_failure_is_a_regression(raw) -> None:
 
 def test_error_of_another_type_is_a_regression(tmp_path) -> None:
     raw = write(tmp_path / "r" / "raw", standard_cells())
-    _build(raw, accept=True)
+    build(raw, accept=True)
     doc = json.loads((raw / "mlx-lm-0.29.1.json").read_text())
     doc["results"][1]["detail"] = "TypeError: extract() takes 1 argument"
     (raw / "mlx-lm-0.29.1.json").write_text(json.dumps(doc))
-    code, line, _ = _build(raw)
+    code, line, _ = build(raw)
     assert code == 1 and "regression" in line and "unexpected" in line
 
 
 def test_ci_label_without_its_baseline_says_so_and_does_not_fail(tmp_path, capsys) -> None:
     raw = write(tmp_path / "r" / "raw", standard_cells())
-    _build(raw, accept=True)
+    build(raw, accept=True)
     for name in list(standard_cells()):
         (raw / f"{name}.json").rename(raw / f"{name}@macos-14.json")
         doc = json.loads((raw / f"{name}@macos-14.json").read_text())
         doc["cell"] = f"{name}@macos-14"
         (raw / f"{name}@macos-14.json").write_text(json.dumps(doc))
-    code, line, _ = _build(raw)
+    code, line, _ = build(raw)
     assert code == 0, line
     assert "2 cell(s) had no comparable baseline" in capsys.readouterr().out
 
@@ -181,7 +172,7 @@ def test_delta_beyond_the_recorded_bound_is_unexpected(raw) -> None:
     doc = json.loads((raw / "mlx-lm-0.32.2.json").read_text())
     doc["results"][2]["delta"] = 0.07
     (raw / "mlx-lm-0.32.2.json").write_text(json.dumps(doc))
-    code, line, out = _build(raw)
+    code, line, out = build(raw)
     assert code == 1 and "1 unexpected" in line
     row = next(r for r in json.loads((out / "compat.json").read_text())["results"]
                if r["model"] == "mamba" and r["cell"] == "mlx-lm-0.32.2"
@@ -193,7 +184,7 @@ def test_error_expectation_checks_the_message(raw) -> None:
     doc = json.loads((raw / "mlx-lm-0.29.1.json").read_text())
     doc["results"][1]["detail"] = "IndexError: list index out of range"
     (raw / "mlx-lm-0.29.1.json").write_text(json.dumps(doc))
-    code, line, _ = _build(raw)
+    code, line, _ = build(raw)
     assert code == 1 and "1 unexpected" in line
 
 
@@ -202,7 +193,7 @@ def test_stale_expectation_is_listed_on_a_full_run(raw) -> None:
     doc["expectations"].append({"match": {"check": "parity", "model": "qwen3_5",
                                           "mlx-lm": "<0.20"}, "verdict": "fail",
                                 "reason": "never seen"})
-    _, _, out = _build(raw, doc)
+    _, _, out = build(raw, doc)
     report = json.loads((out / "compat.json").read_text())
     assert report["full_run"] is True
     stale = [e for e in report["expectations"] if e["covered"] == 0]
@@ -210,63 +201,11 @@ def test_stale_expectation_is_listed_on_a_full_run(raw) -> None:
     assert "1 stale" in (out / "compat.md").read_text()
 
 
-def _bench(values: list[float], gate: bool, cpu: str = "test") -> dict:
-    med = sorted(values)[len(values) // 2]
-    spread = {"median": med, "values": values, "rounds": len(values), "ci95": [med, med]}
-    return {"kind": "measured", "model": "llama", "subject": "none", "batch": 8,
-            "backend": "cpu", "profile": "bench" if gate else "quick", "gating": gate,
-            "gen_tok_s": spread, "prefill_tok_s": spread}
-
-
-def _with_bench(raw: Path, values: list[float], gate: bool, cpu: str = "test") -> None:
-    doc = json.loads((raw / "mlx-lm-0.32.2.json").read_text())
-    doc["bench"] = [_bench(values, gate)]
-    doc["env"]["fingerprint"]["cpu"] = cpu
-    (raw / "mlx-lm-0.32.2.json").write_text(json.dumps(doc))
-
-
-STEADY = [1000.0, 1010.0, 990.0, 1005.0, 995.0, 1002.0, 998.0]
-SLOW = [v * 0.6 for v in STEADY]
-
-
-def test_quick_profile_is_never_gated(raw) -> None:
-    _with_bench(raw, STEADY, gate=False)
-    _build(raw, accept=True)
-    _with_bench(raw, SLOW, gate=False)
-    code, line, _ = _build(raw)
-    assert code == 0, line
-
-
-def test_gating_profile_on_another_machine_is_not_compared(raw) -> None:
-    _with_bench(raw, STEADY, gate=True)
-    _build(raw, accept=True)
-    _with_bench(raw, SLOW, gate=True, cpu="another CPU")
-    code, line, _ = _build(raw)
-    assert code == 0, line
-
-
-def test_gating_profile_flags_a_significant_slowdown_on_the_same_machine(raw, capsys) -> None:
-    _with_bench(raw, STEADY, gate=True)
-    _build(raw, accept=True)
-    _with_bench(raw, SLOW, gate=True)
-    code, line, _ = _build(raw)
-    assert code == 1 and "1 regression(s)" in line
-    assert "throughput: mlx-lm-0.32.2 llama batch 8 none" in capsys.readouterr().out
-
-
-def test_noise_within_the_threshold_is_not_flagged(raw) -> None:
-    _with_bench(raw, STEADY, gate=True)
-    _build(raw, accept=True)
-    _with_bench(raw, [v * 0.9 for v in STEADY], gate=True)
-    code, line, _ = _build(raw)
-    assert code == 0, line
-
-
 def test_hostile_text_is_escaped_in_markdown(raw) -> None:
     doc = json.loads((raw / "mlx-lm-0.29.1.json").read_text())
     doc["results"][1]["detail"] = "AttributeError: no extract <script>alert(1)</script> | pipe"
     (raw / "mlx-lm-0.29.1.json").write_text(json.dumps(doc))
-    _, _, out = _build(raw)
+    _, _, out = build(raw)
     md = (out / "compat.md").read_text()
     assert "<script>" not in md
     widths: list[int] = []
@@ -279,7 +218,7 @@ def test_hostile_text_is_escaped_in_markdown(raw) -> None:
 
 
 def test_missing_raw_folder_fails(tmp_path, capsys) -> None:
-    code, line, _ = _build(tmp_path / "nothing")
+    code, line, _ = build(tmp_path / "nothing")
     assert "no such folder" in capsys.readouterr().err
     assert code == 1 and "no cell results" in line
 
@@ -297,7 +236,7 @@ def test_the_as_installed_cell_leads_the_front_page(tmp_path) -> None:
     raw = write(tmp_path / "reports" / "raw",
                 {"mlx-lm-0.32.2": cells["mlx-lm-0.32.2"], "as-installed-srv": installed})
     doc["expectations"][0]["match"]["subject"] = ["none", "srv"]
-    _, _, out = _build(raw, doc)
+    _, _, out = build(raw, doc)
     md = (out / "compat.md").read_text()
     pins = md[md.index("### What to pin"):]
     srv = next(line for line in pins.splitlines() if line.startswith("| srv |"))
@@ -308,7 +247,7 @@ def test_a_subject_or_model_without_rows_fails_the_report(raw, capsys) -> None:
     doc = json.loads((raw / "mlx-lm-0.32.2.json").read_text())
     doc["results"] = [r for r in doc["results"] if r["subject"] != "mlxcompat"]
     (raw / "mlx-lm-0.32.2.json").write_text(json.dumps(doc))
-    code, line, _ = _build(raw)
+    code, line, _ = build(raw)
     assert code == 1 and "missing" in line
     err = capsys.readouterr().err
     assert "mlx-lm-0.32.2: no result for subject mlxcompat" in err
@@ -322,13 +261,13 @@ def test_a_cell_without_a_case_of_todays_harness_fails_the_report(raw, capsys) -
     doc["results"] = [r for r in doc["results"]
                       if not (r["check"] == "parity" and r["mode"] == "history-join")]
     (raw / "mlx-lm-0.32.2.json").write_text(json.dumps(doc))
-    code, line, _ = _build(raw)
+    code, line, _ = build(raw)
     assert code == 1 and "1 missing" in line, line
     err = capsys.readouterr().err
     assert "mlx-lm-0.32.2: 8 case(s) today's harness runs have no row (mlxcompat parity " \
         "history-join ×4, none parity history-join ×4; run by mlxcompat 0.1.0 (git old))" in err
     quick = matrix(cells=[{**c, "tags": ["quick"]} for c in matrix()["cells"]])
-    code, line, _ = _build(raw, quick, tag="quick")  # a partial report needs whole cells too
+    code, line, _ = build(raw, quick, tag="quick")  # a partial report needs whole cells too
     assert code == 1 and "1 missing" in line, line
 
 
@@ -338,12 +277,12 @@ def test_a_run_narrowed_by_checks_covers_only_a_partial_report(raw, capsys) -> N
                      "idempotence"]  # the run's --checks left out process-state (and glm4v, vlm)
     doc["results"] = [r for r in doc["results"] if r["check"] != "process-state"]
     (raw / "mlx-lm-0.32.2.json").write_text(json.dumps(doc))
-    code, line, _ = _build(raw)
+    code, line, _ = build(raw)
     assert code == 1 and "1 missing" in line, line
     assert "mlx-lm-0.32.2: the run left out check glm4v, check vlm, check process-state" \
         in capsys.readouterr().err
     quick = matrix(cells=[{**c, "tags": ["quick"]} for c in matrix()["cells"]])
-    code, line, _ = _build(raw, quick, tag="quick")
+    code, line, _ = build(raw, quick, tag="quick")
     assert code == 0, line
 
 
@@ -354,7 +293,7 @@ def test_a_runner_may_declare_what_it_covers(raw) -> None:
         doc["results"] = [r for r in doc["results"] if r["subject"] == "none"]
         (raw / f"{name}@gpu.json").write_text(json.dumps(doc))
     narrowed = matrix(runners={"gpu": {"subjects": ["none"], "models": ["llama", "mamba2"]}})
-    code, line, _ = _build(raw, narrowed)
+    code, line, _ = build(raw, narrowed)
     assert "no result for subject" not in line and code == 0, line
-    code, _, _ = _build(raw)  # the same files, the runner declaring nothing: not covered
+    code, _, _ = build(raw)  # the same files, the runner declaring nothing: not covered
     assert code == 1
