@@ -5,13 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
 from cellkit import build, cell, matrix, result, standard_cells, write
-
-
-@pytest.fixture
-def raw(tmp_path: Path) -> Path:
-    return write(tmp_path / "reports" / "raw", standard_cells())
 
 
 def test_all_expected_is_ok(raw) -> None:

@@ -6,16 +6,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-from cellkit import build, standard_cells, write
+from cellkit import build
 
 
-@pytest.fixture
-def raw(tmp_path: Path) -> Path:
-    return write(tmp_path / "reports" / "raw", standard_cells())
-
-
-def _bench(values: list[float], gate: bool, cpu: str = "test") -> dict:
+def _bench(values: list[float], gate: bool) -> dict:
     med = sorted(values)[len(values) // 2]
     spread = {"median": med, "values": values, "rounds": len(values), "ci95": [med, med]}
     return {"kind": "measured", "model": "llama", "subject": "none", "batch": 8,
