@@ -43,7 +43,8 @@ class Sessions(Protocol):
 
     def install_cell(self, session: nox.Session, cell: Cell, log: Path) -> InstallRecord: ...
 
-    def install(self, session: nox.Session, log: Path, *args: str) -> None: ...
+    def install(self, session: nox.Session, log: Path, *args: str,
+                always: bool = False) -> bool: ...
 
 
 class Branch(Record):

@@ -3,9 +3,15 @@
 Requirements of a subject go into a folder of its own (`--no-deps --target`); local paths are
 installed editable, `--no-deps`. A reused venv whose install commands (and the pyproject.toml
 of everything installed editable) are unchanged since its last complete install, and whose
-mlx / mlx-lm / mlx-vlm files still match their RECORD (a subject may write into them: vMLX
-1.6.81 replaces mlx_lm/models/deepseek_v3.py on import), is not installed again. Those files
-are copied out of uv's hard-linked cache first, so such a write stays in this venv.
+mlx / mlx-lm / mlx-vlm files still match their RECORD, is not installed again. Those files
+are copied out of uv's hard-linked cache first, so a subject's write stays in this venv.
+
+A subject may write into them (vMLX 1.6.81 replaces mlx_lm/models/deepseek_v3.py on import
+and leaves a backup beside it): the next install of the venv puts them back, under nox's
+`--no-install` (`-R`) too, since a cell's rows must come from the releases it pins, then
+checks them again; a venv still unlike its RECORDs fails the cell. A venv whose install
+inputs changed fails the cell when nox skips installing (`--no-install`), rather than running
+what an older install left there.
 """
 
 from __future__ import annotations
@@ -16,7 +22,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from mlxcompat.installs import harness_requirement, install_key, tampered, unshare_watched
+from mlxcompat.drivers.installed import ADDED
+from mlxcompat.installs import (
+    harness_requirement,
+    install_key,
+    remove_added_files,
+    tampered,
+    unshare_watched,
+)
 from mlxcompat.matrix import Cell, Matrix
 from mlxcompat.matrix_entries import packaged
 from mlxcompat.records.cell import InstallRecord, SubjectInstall
@@ -24,15 +37,21 @@ from mlxcompat.sharing import folder_reader, plan_sharing
 from mlxcompat.source_install import installed
 
 
-def pip_install(session: Any, log: Path, *args: str) -> None:
-    """`pip install` into the session venv (uv when there), output to `log`."""
+def pip_install(session: Any, log: Path, *args: str, always: bool = False) -> bool:
+    """`pip install` into the session venv (uv when there), output to `log`. False when nox
+    skipped it (`--no-install` on a reused venv), unless `always`: then it runs regardless."""
+    runners = [session.run_install, *([session.run] if always else [])]
     with log.open("a") as fh:
-        if session.venv_backend == "uv":
-            session.run_install("uv", "pip", "install", "--python", session.virtualenv.location,
-                                *args, stdout=fh, stderr=subprocess.STDOUT, external=True)
-        else:
-            session.run_install("python", "-m", "pip", "install", *args, stdout=fh,
-                                stderr=subprocess.STDOUT)
+        for run in runners:
+            if session.venv_backend == "uv":
+                ran = run("uv", "pip", "install", "--python", session.virtualenv.location,
+                          *args, stdout=fh, stderr=subprocess.STDOUT, external=True)
+            else:
+                ran = run("python", "-m", "pip", "install", *args, stdout=fh,
+                          stderr=subprocess.STDOUT)
+            if ran is not None:
+                return True
+    return False
 
 
 def _plan(matrix: Matrix, cell: Cell, record: InstallRecord, venv: Path
@@ -61,40 +80,69 @@ def install_cell(session: Any, matrix: Matrix, cell: Cell, requirements: list[st
     marker = venv / "mlxcompat-install.json"
     done = json.loads(marker.read_text()) if marker.exists() else {}
     changed = tampered(venv)
-    if done.get("key") == key and not changed and not cell.sources:
-        return _reused(record, venv, done["subjects"])
-    marker.unlink(missing_ok=True)
-    plan[0] = ("", [*_reinstall(session, cell, changed), *plan[0][1]])
-    _run_plan(session, plan, record, log)
-    copied = unshare_watched(venv)  # before any subject runs: see drivers/installed.py
+    repaired = _repair(session, venv, changed, record, log) if changed else []
+    if done.get("key") == key and not cell.sources:
+        _reused(record, venv, done["subjects"])
+    else:
+        marker.unlink(missing_ok=True)
+        plan[0] = ("", [*_reinstall(session, cell), *plan[0][1]])
+        if not _run_plan(session, plan, record, log) and record.ok:
+            record.ok, record.error = False, (
+                "this venv's install inputs changed since its last install and nox skipped "
+                "installing (--no-install / -R): run the cell without -R")
+        copied = unshare_watched(venv)  # before any subject runs: see drivers/installed.py
+        lines = log.read_text(errors="replace").splitlines() if log.exists() else []
+        record.log_tail = "\n".join([*lines[-25:], f"{copied} mlx / mlx-lm / mlx-vlm files "
+                                      "unshared from the installer's cache"])
+        for package, source in cell.sources.items():
+            record.sources[package] = installed(source, matrix.source_dir(), venv)
+            record.resolved[package] = record.sources[package].version
+        if record.ok and all(v.ok for v in record.subjects.values()):
+            marker.write_text(json.dumps({"key": key, "subjects": list(record.subjects)}))
+    record.log_tail = "\n".join([*repaired, record.log_tail])
+    left = tampered(venv) if record.ok else []
+    if left:
+        record.ok, record.error = False, (
+            f"{', '.join(left[:4])} still differ from their RECORD after the reinstall: the "
+            "cell would not run the releases it pins")
     record.seconds = round(time.perf_counter() - start, 2)
-    lines = log.read_text(errors="replace").splitlines() if log.exists() else []
-    record.log_tail = "\n".join(([f"reinstalled: {', '.join(changed)} differed from their "
-                                  "RECORD"] if changed else []) + lines[-25:]
-                                 + [f"{copied} mlx / mlx-lm / mlx-vlm files unshared from "
-                                    "the installer's cache"])
-    for package, source in cell.sources.items():
-        record.sources[package] = installed(source, matrix.source_dir(), venv)
-        record.resolved[package] = record.sources[package].version
-    if record.ok and all(v.ok for v in record.subjects.values()):
-        marker.write_text(json.dumps({"key": key, "subjects": list(record.subjects)}))
     return record
 
 
-def _reused(record: InstallRecord, venv: Path, subjects: list[str]) -> InstallRecord:
+def _reused(record: InstallRecord, venv: Path, subjects: list[str]) -> None:
     unshare_watched(venv)
     record.subjects = {n: SubjectInstall(ok=True) for n in subjects}
-    record.seconds, record.reused = 0.0, True
+    record.reused = True
     record.log_tail = "install inputs unchanged since the last install: skipped"
-    return record
 
 
-def _reinstall(session: Any, cell: Cell, changed: list[str]) -> list[str]:
-    """Installer flags that reinstall what a subject wrote into (its files no longer match
-    their RECORD) and a local source folder (its version need not move when its files do)."""
-    again = [p for p in ("mlx-lm", "mlx-vlm", "mlx") if changed and any(
-        c.startswith(p.replace("-", "_") + "/") for c in changed)]
-    again += [p for p, s in cell.sources.items() if s.path]
+def _repair(session: Any, venv: Path, changed: list[str], record: InstallRecord,
+            log: Path) -> list[str]:
+    """Put back what a subject wrote into mlx / mlx-lm / mlx-vlm: delete the files it added,
+    reinstall the packages whose files it changed (even under --no-install). Returns the
+    lines that say so in the install record."""
+    added = remove_added_files(venv)
+    again = [p for p in ("mlx-lm", "mlx-vlm", "mlx") if any(
+        c.startswith(p.replace("-", "_") + "/") and not c.endswith(ADDED) for c in changed)]
+    lines = [f"differed from their RECORD: {', '.join(changed)}"]
+    if added:
+        lines.append(f"deleted (no RECORD lists them): {', '.join(added)}")
+    if again:
+        flags = (["--force-reinstall"] if session.venv_backend != "uv"
+                 else [f for p in again for f in ("--reinstall-package", p)])
+        try:
+            pip_install(session, log, *flags, *record.harness, *record.requirements,
+                        always=True)
+            lines.append(f"reinstalled: {', '.join(again)}")
+        except Exception as exc:  # nox.command.CommandFailed, or the installer missing
+            record.ok, record.error = False, f"reinstalling {', '.join(again)} failed: {exc}"
+    return lines
+
+
+def _reinstall(session: Any, cell: Cell) -> list[str]:
+    """Installer flags that reinstall a local source folder (its version need not move when
+    its files do)."""
+    again = [p for p, s in cell.sources.items() if s.path]
     if not again:
         return []
     if session.venv_backend != "uv":
@@ -103,14 +151,15 @@ def _reinstall(session: Any, cell: Cell, changed: list[str]) -> list[str]:
 
 
 def _run_plan(session: Any, plan: list[tuple[str, list[str]]], record: InstallRecord,
-              log: Path) -> None:
+              log: Path) -> bool:
     """The harness and releases first (a failure there stops the cell), then each subject
-    (a failure is that subject's)."""
+    (a failure is that subject's). False when nox skipped a step (--no-install)."""
+    ran = True
     for name, args in plan:
         if not record.ok:
             break
         try:
-            pip_install(session, log, *args)
+            ran = pip_install(session, log, *args) and ran
             if name:
                 record.subjects[name] = SubjectInstall(ok=True)
         except Exception as exc:  # nox.command.CommandFailed, or the installer missing
@@ -121,6 +170,7 @@ def _run_plan(session: Any, plan: list[tuple[str, list[str]]], record: InstallRe
                 record.ok, record.error = False, why
             else:
                 record.subjects[name] = SubjectInstall(ok=False, error=f"failed: {why}")
+    return ran
 
 
 def sharing(matrix: Matrix, cell: Cell, record: InstallRecord, venv: Path) -> dict[str, str]:

@@ -91,6 +91,14 @@ def tampered(venv: Path) -> list[str]:
             for c in changed_files(site)]
 
 
+def remove_added_files(venv: Path) -> list[str]:
+    """Files a subject added to mlx / mlx-lm / mlx-vlm in `venv`, deleted."""
+    from mlxcompat.drivers.installed import remove_added
+
+    return [c for site in sorted(venv.glob("lib/python*/site-packages"))
+            for c in remove_added(site)]
+
+
 def unshare_watched(venv: Path) -> int:
     """mlx / mlx-lm / mlx-vlm files of `venv` copied out of uv's hard-linked cache."""
     from mlxcompat.drivers.installed import unshare

@@ -20,6 +20,7 @@ from importlib import metadata
 from pathlib import Path
 
 WATCHED = ("mlx", "mlx-lm", "mlx-vlm")
+ADDED = " (added)"  # how `changed_in` names a file no RECORD lists
 
 
 def _digest(path: Path, recorded: str) -> str:
@@ -56,8 +57,18 @@ def changed_in(site: Path, dist_info: Path) -> list[str]:
     for folder in sorted(folders):
         for extra in sorted(folder.iterdir()) if folder.is_dir() else []:
             if extra.is_file() and extra.resolve() not in known and extra.suffix != ".pyc":
-                found.append(f"{extra.relative_to(site)} (added)")
+                found.append(f"{extra.relative_to(site)}{ADDED}")
     return found
+
+
+def remove_added(site: Path, names: tuple[str, ...] = WATCHED) -> list[str]:
+    """Delete the files a subject added beside a watched distribution's own modules (vMLX's
+    `deepseek_v3.py.vmlx-backup-*`). A reinstall leaves them, since no RECORD lists them, so
+    they would pile up, one per run, and the venv would never match its RECORDs again."""
+    added = [c.removesuffix(ADDED) for c in changed_files(site, names) if c.endswith(ADDED)]
+    for rel in added:
+        (site / rel).unlink(missing_ok=True)
+    return added
 
 
 def changed_files(site: Path | None = None, names: tuple[str, ...] = WATCHED) -> list[str]:
