@@ -151,13 +151,15 @@ def test_a_subject_process_gets_its_servers_forked_warm(tmp_path: Path,
         assert got.status_code == 200 and got.json()["choices"][0]["text"]
         served.stop()
         assert served.proc.returncode == -15
+        assert not served.proc._folder.exists()  # its fifo's folder went with it
 
         asker = subprocess.run(  # starts a server, then ends without stopping it
             [sys.executable, "-c", "import sys; from pathlib import Path; "
              "from mlxcompat.drivers.server import Server; "
-             "s = Server(Path(sys.argv[1]), {}).start(); print(s.proc.pid)", str(folder)],
-            capture_output=True, text=True, timeout=120, check=True)
-        orphan = int(asker.stdout.split()[-1])
+             "s = Server(Path(sys.argv[1]), {}).start(); print(s.proc._folder, s.proc.pid)",
+             str(folder)], capture_output=True, text=True, timeout=120, check=True)
+        fifo_folder, orphan = Path(asker.stdout.split()[-2]), int(asker.stdout.split()[-1])
+        assert not fifo_folder.exists()  # removed at the asker's exit, though never stopped
         for _ in range(300):  # it looks at its asker once a second
             if not Path(f"/proc/{orphan}").exists():
                 break

@@ -290,3 +290,4 @@ def test_the_server_is_held_while_a_late_group_is_sent() -> None:
     assert events.count("group") == 3 and events.index("resume") > max(
         i for i, e in enumerate(events) if e == "group")
     assert queued(got) is not None and queued(got) > 0.1
+

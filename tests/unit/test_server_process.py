@@ -1,5 +1,6 @@
 """The `server` check's server process (drivers.server, mlxcompat.serve): the serve wrapper,
-turning the prompt cache off, reading a dead generation thread from the log, pausing."""
+turning the prompt cache off, reading a dead generation thread from the log, pausing, and the
+folder of servers that never started."""
 
 from __future__ import annotations
 
@@ -144,3 +145,23 @@ def test_a_dying_thread_s_exception_is_found_past_access_log_lines() -> None:
              "    cache = MambaCache(size=2)",
              "TypeError: MambaCache.__init__() got an unexpected keyword argument 'size'"]
     assert _raised(lines) == lines[-1]
+
+
+def test_a_model_the_release_lacks_leaves_no_folder_behind(tmp_path, monkeypatch) -> None:
+    """The folder made for a pair of servers that never started (the model is absent
+    from this release: SkipCheck) goes at once: no session owns it for `stop_servers`."""
+    import tempfile
+
+    from mlxcompat.checks import server
+    from mlxcompat.errors import SkipCheck
+    from mlxcompat.models import saved
+
+    def absent(name: str, folder: Any) -> None:
+        folder.mkdir(parents=True)
+        raise SkipCheck(f"{name} is not in this release")
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(saved, "save_tiny", absent)
+    with pytest.raises(SkipCheck):
+        server.server_run("qwen3_5", None)  # type: ignore[arg-type]
+    assert list(tmp_path.iterdir()) == []

@@ -143,7 +143,12 @@ def server_run(model: str, ctx: Context) -> tuple[Session, ServerRun]:
     try:
         root = (Path(tempfile.mkdtemp(prefix="mlxcompat-serve-")) if not _LIVE
                 else _LIVE[0].folder)
-        folder = save_tiny(model, root / model)  # SkipCheck where this release lacks it
+        try:
+            folder = save_tiny(model, root / model)  # SkipCheck where this release lacks it
+        except BaseException:
+            if not _LIVE:  # no session owns the folder yet: `stop_servers` would not see it
+                shutil.rmtree(root, ignore_errors=True)
+            raise
         if not _LIVE:
             _LIVE.append(_start(ctx, folder, root))
         session = _LIVE[0]

@@ -14,11 +14,13 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import tempfile
 import threading
+import weakref
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -35,6 +37,9 @@ class ForkedServer:
 
     def __init__(self, argv: list[str], env: dict[str, str]) -> None:
         self._folder = Path(tempfile.mkdtemp(prefix="mlxcompat-served-"))
+        # its fifo's folder goes when the server ends, and at this process's exit if it
+        # never saw the end (a subject that exits with its servers still running)
+        self._cleanup = weakref.finalize(self, shutil.rmtree, self._folder, True)
         self._out = self._folder / "out"
         os.mkfifo(self._out)
         self.returncode: int | None = None
@@ -61,10 +66,9 @@ class ForkedServer:
         with contextlib.suppress(OSError):
             line = self._answers.readline()
         self.returncode = int(json.loads(line)["code"]) if line else -9
-        self._ended.set()
         self._conn.close()
-        self._out.unlink(missing_ok=True)
-        self._folder.rmdir()
+        self._cleanup()  # before `wait` returns: the process may exit right after it
+        self._ended.set()
 
     def poll(self) -> int | None:
         return self.returncode
