@@ -56,7 +56,9 @@ def test_a_server_repository_adopts_the_wheel(tmp_path: Path) -> None:
     for key in ("MLXCOMPAT_MATRIX", "MLXCOMPAT_RAW", "MLXCOMPAT_LABEL", "VIRTUAL_ENV"):
         env.pop(key, None)
     dist = tmp_path / "dist"
-    _run(["uv", "build", "--wheel", "--out-dir", str(dist), str(ROOT)], tmp_path, env)
+    # the wheel from the sdist, as the release does: a wheel built in the tree would take in
+    # whatever an earlier build left under build/lib, a module since deleted included
+    _run(["uv", "build", "--out-dir", str(dist), str(ROOT)], tmp_path, env)
     wheel = next(dist.glob("mlxcompat-*.whl"))
     venv = tmp_path / "venv"
     _run(["uv", "venv", str(venv), "--python", "3.11"], tmp_path, env)
