@@ -1,9 +1,11 @@
 """Install one cell's venv: the harness, the cell's releases (or sources), each subject.
 
 Requirements of a subject go into a folder of its own (`--no-deps --target`); local paths are
-installed editable, `--no-deps`. A reused venv whose install commands (and the pyproject.toml
-of everything installed editable) are unchanged since its last complete install, and whose
-mlx / mlx-lm / mlx-vlm files still match their RECORD, is not installed again. Those files
+installed editable, `--no-deps`. A cell's package from a local folder installs from a clean
+copy of it (`source_install.clean_copy`). A reused venv whose install commands (and the
+pyproject.toml of everything installed editable) are unchanged since its last complete
+install, and whose mlx / mlx-lm / mlx-vlm files still match their RECORD, is not installed
+again. Those files
 are copied out of uv's hard-linked cache first, so a subject's write stays in this venv.
 
 A subject may write into them (vMLX 1.6.81 replaces mlx_lm/models/deepseek_v3.py on import
@@ -34,7 +36,7 @@ from mlxcompat.matrix import Cell, Matrix
 from mlxcompat.matrix_entries import packaged
 from mlxcompat.records.cell import InstallRecord, SubjectInstall
 from mlxcompat.sharing import folder_reader, plan_sharing
-from mlxcompat.source_install import installed
+from mlxcompat.source_install import clean_copy, installed
 
 
 def pip_install(session: Any, log: Path, *args: str, always: bool = False) -> bool:
@@ -72,9 +74,12 @@ def install_cell(session: Any, matrix: Matrix, cell: Cell, requirements: list[st
                  pins: dict[str, str], backend: str, log: Path) -> InstallRecord:
     """Install the cell; the record says what, how long, and what each subject got."""
     start = time.perf_counter()
-    record = InstallRecord(backend=backend, harness=harness_requirement(),
-                           requirements=requirements, resolved=pins)
     venv = Path(session.virtualenv.location)
+    base = matrix.source_dir()
+    copies = {s.requirement(base): str(clean_copy(s, base, venv))
+              for s in cell.sources.values() if s.path}
+    record = InstallRecord(backend=backend, harness=harness_requirement(),
+                           requirements=[copies.get(r, r) for r in requirements], resolved=pins)
     plan = _plan(matrix, cell, record, venv)
     key = install_key(plan, str(session.python))
     marker = venv / "mlxcompat-install.json"
@@ -95,7 +100,7 @@ def install_cell(session: Any, matrix: Matrix, cell: Cell, requirements: list[st
         record.log_tail = "\n".join([*lines[-25:], f"{copied} mlx / mlx-lm / mlx-vlm files "
                                       "unshared from the installer's cache"])
         for package, source in cell.sources.items():
-            record.sources[package] = installed(source, matrix.source_dir(), venv)
+            record.sources[package] = installed(source, base, venv)
             record.resolved[package] = record.sources[package].version
         if record.ok and all(v.ok for v in record.subjects.values()):
             marker.write_text(json.dumps({"key": key, "subjects": list(record.subjects)}))

@@ -4,6 +4,7 @@ the commit it installed (recorded in the cell JSON). See `mlxcompat.sources`."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -70,3 +71,23 @@ def installed(source: Source, base: Path, venv: Path) -> InstalledSource:
         record.tree = tree_hash(folder)
         record.commit, record.dirty = work_tree(folder)
     return record
+
+
+LEFT_AT_THE_TOP = {"build", ".nox", ".venv"}  # a tree's build output and environments
+
+
+def clean_copy(source: Source, base: Path, venv: Path) -> Path:
+    """A fresh copy of a local tree to install from, without its top-level build/ (and
+    environments): a wheel built in the tree takes in whatever an earlier build left in
+    build/lib, a module deleted since included, so the cell would run more than the tree
+    holds. Its .git stays (setuptools-scm reads the version from it)."""
+    folder = source.folder(base)
+    dest = venv / "sources" / source.package
+    shutil.rmtree(dest, ignore_errors=True)
+
+    def ignore(where: str, names: list[str]) -> set[str]:
+        top = LEFT_AT_THE_TOP if Path(where) == folder else set()
+        return {n for n in names if n in top or n == "__pycache__"}
+
+    shutil.copytree(folder, dest, symlinks=True, ignore=ignore)
+    return dest

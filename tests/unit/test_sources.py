@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from mlxcompat.matrix import MatrixError, parse_matrix
-from mlxcompat.source_install import identity, installed, work_tree
+from mlxcompat.source_install import clean_copy, identity, installed, work_tree
 from mlxcompat.sources import Source
 
 BASE = {"schema": 3,
@@ -99,3 +99,22 @@ def test_a_subject_tree_without_packaging_metadata_runs_from_where_it_is(tmp_pat
     spec = SubjectSpec("engine", install=("./mlx-engine", "./lib", "somepkg==1"))
     assert spec.folders(tmp_path) == (engine, lib)
     assert (packaged(engine), packaged(lib)) == (False, True)
+
+
+def test_a_local_tree_installs_from_a_copy_without_its_build_leftovers(tmp_path: Path) -> None:
+    """setuptools packs what an earlier build left in the tree's build/lib (a module deleted
+    since): the install reads a copy without the top-level build/; the tree's own files, a
+    package folder named build and .git stay."""
+    tree = tmp_path / "mlx-lm"
+    for rel in ("mlx_lm/a.py", "mlx_lm/build/kept.py", "build/lib/mlx_lm/ghost.py",
+                ".git/HEAD", "mlx_lm/__pycache__/a.cpython-311.pyc"):
+        (tree / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tree / rel).write_text("x = 1\n")
+    venv = tmp_path / "venv"
+    copied = clean_copy(Source("mlx-lm", path="mlx-lm"), tmp_path, venv)
+    assert copied == venv / "sources" / "mlx-lm"
+    assert sorted(str(p.relative_to(copied)) for p in copied.rglob("*") if p.is_file()) == [
+        ".git/HEAD", "mlx_lm/a.py", "mlx_lm/build/kept.py"]
+    (tree / "mlx_lm/a.py").unlink()
+    copied = clean_copy(Source("mlx-lm", path="mlx-lm"), tmp_path, venv)  # made afresh
+    assert not (copied / "mlx_lm/a.py").exists()
