@@ -5,15 +5,15 @@ installed editable, `--no-deps`. A cell's package from a local folder installs f
 copy of it (`source_install.clean_copy`). A reused venv whose install commands (and the
 pyproject.toml of everything installed editable) are unchanged since its last complete
 install, and whose mlx / mlx-lm / mlx-vlm files still match their RECORD, is not installed
-again. Those files
-are copied out of uv's hard-linked cache first, so a subject's write stays in this venv.
+again. Those files are copied out of uv's hard-linked cache first, so a subject's write
+stays in this venv.
 
 A subject may write into them (vMLX 1.6.81 replaces mlx_lm/models/deepseek_v3.py on import
 and leaves a backup beside it): the next install of the venv puts them back, under nox's
 `--no-install` (`-R`) too, since a cell's rows must come from the releases it pins, then
 checks them again; a venv still unlike its RECORDs fails the cell. A venv whose install
-inputs changed fails the cell when nox skips installing (`--no-install`), rather than running
-what an older install left there.
+inputs changed, or a cell built from source (installed on every run), fails the cell when
+nox skips installing (`--no-install`), rather than running what an older install left there.
 """
 
 from __future__ import annotations
@@ -92,9 +92,10 @@ def install_cell(session: Any, matrix: Matrix, cell: Cell, requirements: list[st
         marker.unlink(missing_ok=True)
         plan[0] = ("", [*_reinstall(session, cell), *plan[0][1]])
         if not _run_plan(session, plan, record, log) and record.ok:
+            why = ("this cell builds from source, installed on every run," if cell.sources
+                   else "this venv's install inputs changed since its last install")
             record.ok, record.error = False, (
-                "this venv's install inputs changed since its last install and nox skipped "
-                "installing (--no-install / -R): run the cell without -R")
+                f"{why} and nox skipped installing (--no-install / -R): run it without -R")
         copied = unshare_watched(venv)  # before any subject runs: see drivers/installed.py
         lines = log.read_text(errors="replace").splitlines() if log.exists() else []
         record.log_tail = "\n".join([*lines[-25:], f"{copied} mlx / mlx-lm / mlx-vlm files "

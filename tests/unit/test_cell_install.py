@@ -108,3 +108,25 @@ def test_an_out_of_date_venv_is_installed_and_marked(tmp_path: Path) -> None:
     assert record.ok, record.error
     assert not record.reused
     assert json.loads((venv / "mlxcompat-install.json").read_text())["key"] != "old"
+
+
+def test_a_cell_from_a_local_tree_under_no_install_fails_and_says_why(tmp_path: Path) -> None:
+    """A cell built from source is installed on every run (its tree moves without its
+    version): when nox skips that, the cell fails instead of running the last install."""
+    from mlxcompat.matrix import parse_matrix
+
+    (tmp_path / "mlx-lm" / "mlx_lm").mkdir(parents=True)
+    doc = {"schema": 3, "subjects": {"none": {}},
+           "backends": {"cpu": {"device": "cpu", "requirement": {"linux": "mlx[cpu]=={v}"}}},
+           "cells": [{"mlx-lm": {"path": "mlx-lm"}, "mlx": "0.32.2"}]}
+    matrix = parse_matrix(doc, tmp_path / "matrix.yaml")
+    cell = matrix.cells[0]
+    venv = tmp_path / "venv"
+    (venv / "lib/python3.11/site-packages").mkdir(parents=True)
+    requirements = cell.requirements("mlx[cpu]=={v}", tmp_path)
+    record = install_cell(FakeSession(venv, skip_installs=True), matrix, cell, requirements,
+                          {}, "cpu", tmp_path / "install.log")
+    assert not record.ok
+    assert record.error.startswith("this cell builds from source, installed on every run, and "
+                                   "nox skipped installing")
+    assert record.requirements[0] == str(venv / "sources" / "mlx-lm")  # the clean copy
