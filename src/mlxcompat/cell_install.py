@@ -127,18 +127,16 @@ def _repair(session: Any, venv: Path, changed: list[str], record: InstallRecord,
     """Put back what a subject wrote into mlx / mlx-lm / mlx-vlm: delete the files it added,
     reinstall the packages whose files it changed (even under --no-install). Returns the
     lines that say so in the install record."""
-    added = remove_added_files(venv)
+    added = remove_added_files(venv, changed)
     again = [p for p in ("mlx-lm", "mlx-vlm", "mlx") if any(
         c.startswith(p.replace("-", "_") + "/") and not c.endswith(ADDED) for c in changed)]
     lines = [f"differed from their RECORD: {', '.join(changed)}"]
     if added:
         lines.append(f"deleted (no RECORD lists them): {', '.join(added)}")
     if again:
-        flags = (["--force-reinstall"] if session.venv_backend != "uv"
-                 else [f for p in again for f in ("--reinstall-package", p)])
         try:
-            pip_install(session, log, *flags, *record.harness, *record.requirements,
-                        always=True)
+            pip_install(session, log, *_reinstall_flags(session, again), *record.harness,
+                        *record.requirements, always=True)
             lines.append(f"reinstalled: {', '.join(again)}")
         except Exception as exc:  # nox.command.CommandFailed, or the installer missing
             record.ok, record.error = False, f"reinstalling {', '.join(again)} failed: {exc}"
@@ -149,11 +147,13 @@ def _reinstall(session: Any, cell: Cell) -> list[str]:
     """Installer flags that reinstall a local source folder (its version need not move when
     its files do)."""
     again = [p for p, s in cell.sources.items() if s.path]
-    if not again:
-        return []
+    return _reinstall_flags(session, again) if again else []
+
+
+def _reinstall_flags(session: Any, packages: list[str]) -> list[str]:
     if session.venv_backend != "uv":
         return ["--force-reinstall"]
-    return [f for p in again for f in ("--reinstall-package", p)]
+    return [f for p in packages for f in ("--reinstall-package", p)]
 
 
 def _run_plan(session: Any, plan: list[tuple[str, list[str]]], record: InstallRecord,

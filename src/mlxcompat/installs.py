@@ -83,24 +83,32 @@ def install_key(plan: list[tuple[str, list[str]]], python: str) -> str:
     return digest({"plan": plan, "editable": meta, "python": python})
 
 
+def _sites(venv: Path) -> list[Path]:
+    return sorted(venv.glob("lib/python*/site-packages"))
+
+
 def tampered(venv: Path) -> list[str]:
     """Files of mlx / mlx-lm / mlx-vlm in `venv` that differ from their RECORD."""
     from mlxcompat.drivers.installed import changed_files
 
-    return [c for site in sorted(venv.glob("lib/python*/site-packages"))
-            for c in changed_files(site)]
+    return [c for site in _sites(venv) for c in changed_files(site)]
 
 
-def remove_added_files(venv: Path) -> list[str]:
-    """Files a subject added to mlx / mlx-lm / mlx-vlm in `venv`, deleted."""
-    from mlxcompat.drivers.installed import remove_added
+def remove_added_files(venv: Path, changed: list[str]) -> list[str]:
+    """Delete the files of `changed` (from `tampered`) that no RECORD lists (vMLX's
+    `deepseek_v3.py.vmlx-backup-*`): a reinstall leaves them, so they would pile up, one per
+    run, and the venv would never match its RECORDs again. Returns those deleted."""
+    from mlxcompat.drivers.installed import ADDED
 
-    return [c for site in sorted(venv.glob("lib/python*/site-packages"))
-            for c in remove_added(site)]
+    added = [c.removesuffix(ADDED) for c in changed if c.endswith(ADDED)]
+    for rel in added:
+        for site in _sites(venv):
+            (site / rel).unlink(missing_ok=True)
+    return added
 
 
 def unshare_watched(venv: Path) -> int:
     """mlx / mlx-lm / mlx-vlm files of `venv` copied out of uv's hard-linked cache."""
     from mlxcompat.drivers.installed import unshare
 
-    return sum(unshare(site) for site in sorted(venv.glob("lib/python*/site-packages")))
+    return sum(unshare(site) for site in _sites(venv))

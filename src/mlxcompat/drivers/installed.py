@@ -61,16 +61,6 @@ def changed_in(site: Path, dist_info: Path) -> list[str]:
     return found
 
 
-def remove_added(site: Path, names: tuple[str, ...] = WATCHED) -> list[str]:
-    """Delete the files a subject added beside a watched distribution's own modules (vMLX's
-    `deepseek_v3.py.vmlx-backup-*`). A reinstall leaves them, since no RECORD lists them, so
-    they would pile up, one per run, and the venv would never match its RECORDs again."""
-    added = [c.removesuffix(ADDED) for c in changed_files(site, names) if c.endswith(ADDED)]
-    for rel in added:
-        (site / rel).unlink(missing_ok=True)
-    return added
-
-
 def changed_files(site: Path | None = None, names: tuple[str, ...] = WATCHED) -> list[str]:
     """Every watched distribution's changed files: in `site` (a site-packages folder), or
     where this interpreter has them installed."""
