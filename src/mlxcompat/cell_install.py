@@ -76,8 +76,13 @@ def install_cell(session: Any, matrix: Matrix, cell: Cell, requirements: list[st
     start = time.perf_counter()
     venv = Path(session.virtualenv.location)
     base = matrix.source_dir()
-    copies = {s.requirement(base): str(clean_copy(s, base, venv))
-              for s in cell.sources.values() if s.path}
+    try:
+        copies = {s.requirement(base): str(clean_copy(s, base, venv))
+                  for s in cell.sources.values() if s.path}
+    except OSError as exc:  # the folder is gone or unreadable: the cell cannot be installed
+        return InstallRecord(backend=backend, harness=harness_requirement(), ok=False,
+                             requirements=requirements, resolved=pins, seconds=0.0,
+                             error=f"cannot copy the cell's source folder: {exc}")
     record = InstallRecord(backend=backend, harness=harness_requirement(),
                            requirements=[copies.get(r, r) for r in requirements], resolved=pins)
     plan = _plan(matrix, cell, record, venv)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import shutil
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -130,3 +131,7 @@ def test_a_cell_from_a_local_tree_under_no_install_fails_and_says_why(tmp_path: 
     assert record.error.startswith("this cell builds from source, installed on every run, and "
                                    "nox skipped installing")
     assert record.requirements[0] == str(venv / "sources" / "mlx-lm")  # the clean copy
+    shutil.rmtree(tmp_path / "mlx-lm")
+    gone = install_cell(FakeSession(venv, skip_installs=False), matrix, cell, requirements,
+                        {}, "cpu", tmp_path / "install.log")
+    assert not gone.ok and gone.error.startswith("cannot copy the cell's source folder")
