@@ -31,6 +31,11 @@ from mlxcompat import benchlock
 from mlxcompat.cpuwatch import run_cpus
 from mlxcompat.workers import bench_cpu
 
+# How long nox waits for a run to end after passing on Ctrl-C (then SIGTERM, then SIGKILL).
+# With nox's own 0.3 s the runner was killed mid-cleanup: its temporary folder stayed behind
+# on every Ctrl-C of `matrix(mlx-lm-0.32.2)` tried (2026-12-07); its own cleanup takes under a second.
+INTERRUPT_GRACE_S = 30.0
+
 
 @dataclass
 class CellRuns:
@@ -75,7 +80,8 @@ class CellRuns:
             return
         if overlap:
             self.finish(session)
-        session.run(*argv, env=env)
+        session.run(*argv, env=env, interrupt_timeout=INTERRUPT_GRACE_S,
+                    terminate_timeout=INTERRUPT_GRACE_S)
 
     def start(self, session: Any, name: str, argv: list[str], env: dict[str, str]) -> None:
         """Run `argv` in the session's venv until it hands on (a CPU of its own falls idle,

@@ -76,7 +76,12 @@ def cmd_run(args: argparse.Namespace, matrix: Matrix) -> int:
     opts = options_for(run, matrix)
     if opts.reused:
         print(f"[mlxcompat] {run.name}: reusing {', '.join(opts.reused)} (inputs unchanged)")
-    doc = run_cell(opts)
+    try:
+        doc = run_cell(opts)
+    except KeyboardInterrupt:  # run_cell has stopped every process it started
+        print(f"[mlxcompat] {run.name}: interrupted; its subject processes were stopped and "
+              f"no results were written ({opts.out} is absent)", file=sys.stderr, flush=True)
+        return 130
     print(f"[mlxcompat] {summary_line(doc)} -> {opts.out}", flush=True)
     return 0
 

@@ -18,7 +18,8 @@ The subject processes it forked start their `server` check's servers through it 
 of a server's start is the same imports): each connects to the Unix socket named in the
 ready line (`MLXCOMPAT_FORK_SOCKET` in their environment), sends one request with
 "serve": true (the child runs `mlxcompat.serve` with `argv`), and reads the pid and, when
-the server ends, its exit on that connection.
+the server ends, its exit on that connection. That connection's end before the server's
+means its asker is gone (killed outright): the server's session is SIGKILLed, paused or not.
 """
 
 from __future__ import annotations
@@ -94,6 +95,7 @@ def _become(request: dict) -> None:
 
 
 LIVE: set[int] = set()  # children not yet reaped; each leads its own session (`_become`)
+ORPHANED: set[int] = set()  # servers killed because their asker was gone, not yet reaped
 
 
 def _kill_children() -> None:
@@ -105,20 +107,47 @@ def _kill_children() -> None:
                 kill(pid, signal.SIGKILL)
 
 
-def _reap(answer: IO[str], asked: dict[int, socket.socket]) -> None:
+def _reap(answer: IO[str], asked: dict[int, socket.socket]) -> bool:
+    """Report every child that ended; whether any child is left."""
     while True:
         try:
             pid, status = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
-            return
+            return False
         if pid == 0:
-            return
+            return True
         _tell(answer, asked, pid, os.waitstatus_to_exitcode(status))
+
+
+def _askers(asked: dict[int, socket.socket], gone: set[int]) -> list[socket.socket]:
+    """The connections of servers whose asker may still be there."""
+    return [conn for pid, conn in asked.items() if pid not in gone]
+
+
+def _end_orphans(ready: list, asked: dict[int, socket.socket], gone: set[int]) -> None:
+    """SIGKILL the server of every asker whose connection ended. An asker sends nothing after
+    its request, so a readable connection is its end: a subject process killed outright (the
+    runner's Ctrl-C, a cell's timeout) stops none of its servers, and one it had paused
+    (SIGSTOP, `Server.pause`) can never see its asker go, so it stayed stopped for good."""
+    for pid, conn in list(asked.items()):
+        if pid in gone or conn not in ready:
+            continue
+        try:
+            data = conn.recv(4096)
+        except OSError:
+            data = b""
+        if data:  # not the protocol's; ignored
+            continue
+        gone.add(pid)
+        for kill in (os.killpg, os.kill):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                kill(pid, signal.SIGKILL)
 
 
 def _tell(answer: IO[str], asked: dict[int, socket.socket], pid: int, code: int) -> None:
     """A child's exit to whoever asked for it: a socket client, else the runner."""
     LIVE.discard(pid)
+    ORPHANED.discard(pid)
     message = json.dumps({"exit": pid, "code": code}) + "\n"
     conn = asked.pop(pid, None)
     if conn is None:
@@ -170,7 +199,8 @@ def serve() -> None:
     print(json.dumps({"ready": os.getpid(), "socket": path}), file=answer, flush=True)
     stdin = sys.stdin
     while True:
-        ready, _, _ = select.select([stdin, listener], [], [], 0.2)
+        ready, _, _ = select.select([stdin, listener, *_askers(asked, ORPHANED)], [], [], 0.2)
+        _end_orphans(ready, asked, ORPHANED)
         _reap(answer, asked)
         if listener in ready:
             _accept(listener, asked)
@@ -194,12 +224,9 @@ def serve() -> None:
     listener.close()
     os.unlink(path)
     os.rmdir(os.path.dirname(path))
-    while True:  # stdin closed: wait for the children, then go
-        try:
-            pid, status = os.waitpid(-1, 0)
-        except ChildProcessError:
-            break
-        _tell(answer, asked, pid, os.waitstatus_to_exitcode(status))
+    while _reap(answer, asked):  # closed: wait for the children (an orphan's end too)
+        ready, _, _ = select.select(_askers(asked, ORPHANED), [], [], 0.2)
+        _end_orphans(ready, asked, ORPHANED)
 
 
 if __name__ == "__main__":

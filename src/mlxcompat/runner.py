@@ -149,7 +149,8 @@ def run_cell(opts: RunOptions) -> CellDoc:
         tmp = Path(tmp_name)
         need = tmp / "need.json" if opts.need_probe and todo else None
         share = BenchShare(opts)
-        server = ForkServer(subject_env(opts, None)) if todo and forkserver.available() else None
+        server = (ForkServer(subject_env(opts, None, tmp))
+                  if todo and forkserver.available() else None)
         try:
             with terminate_raises():
                 finished = _loop(opts, tmp, need, events, workers, todo, server, share)

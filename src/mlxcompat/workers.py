@@ -18,6 +18,7 @@ from typing import IO, Any
 
 from mlxcompat import deadman
 from mlxcompat.cpuwatch import run_cpus
+from mlxcompat.drivers.forked import SCRATCH_ENV
 from mlxcompat.forkclient import Events, ForkServer, pump, read_fifo
 from mlxcompat.matrix import SubjectSpec
 from mlxcompat.matrix_entries import packaged
@@ -46,8 +47,13 @@ class Worker:
     started: float = field(default_factory=time.monotonic)
 
 
-def subject_env(opts: RunOptions, subject: SubjectSpec | None) -> dict[str, str]:
+def subject_env(opts: RunOptions, subject: SubjectSpec | None,
+                scratch: Path | None = None) -> dict[str, str]:
+    """A subject process's environment; `scratch`, the runner's temporary folder, holds the
+    temporary folders it makes (`drivers.forked.scratch`)."""
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1"}
+    if scratch is not None:
+        env[SCRATCH_ENV] = str(scratch)
     # float32 means float32: MLX runs fp32 matmuls as TF32 on CUDA (and M5 Metal) unless
     # told not to, which alone moves batched vs single by ~1e-3 (ml-explore/mlx#3860).
     env.setdefault("MLX_ENABLE_TF32", "0")
@@ -142,7 +148,7 @@ def start_worker(opts: RunOptions, subject: SubjectSpec, tmp: Path, need: Path |
     """One long-lived pytest process for `subject` (forked warm by `server` when there is
     one), with the turn-gate channels when the cell measures throughput."""
     part = tmp / f"{subject.name}.json"
-    env = subject_env(opts, subject)
+    env = subject_env(opts, subject, tmp)
     if server is not None:
         worker = _forked(opts, subject, tmp, need, events, hosts_need_probe, server, part, env)
     else:
@@ -214,12 +220,12 @@ def start_need_probe(opts: RunOptions, out: Path, events: Events,
     if server is not None:
         fifo = out.with_suffix(".out")
         os.mkfifo(fifo)
-        proc: Any = server.fork(args, subject_env(opts, None), str(fifo),
+        proc: Any = server.fork(args, subject_env(opts, None, out.parent), str(fifo),
                                 module="mlxcompat.checks.need")
         read_fifo(fifo, NEED_PROBE, events, proc)
         return Worker(NEED_PROBE, proc, out, deque(maxlen=30))
     proc = subprocess.Popen([sys.executable, "-m", "mlxcompat.checks.need", *args],
-                            env=subject_env(opts, None), stdout=subprocess.PIPE,
+                            env=subject_env(opts, None, out.parent), stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
     worker = Worker(NEED_PROBE, proc, out, deque(maxlen=30))
     threading.Thread(target=pump, args=(proc.stdout, worker.name, events, "out"),

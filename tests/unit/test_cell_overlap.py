@@ -130,9 +130,11 @@ class FakeSession:
         self.errors: list[str] = []
         self.logged: list[str] = []
         self.ran: list[list[str]] = []
+        self.timeouts: list[dict[str, float]] = []
 
-    def run(self, *argv: str, env: dict[str, str]) -> None:
+    def run(self, *argv: str, env: dict[str, str], **timeouts: float) -> None:
         self.ran.append(list(argv))
+        self.timeouts.append(timeouts)
 
     def log(self, text: str) -> None:
         self.logged.append(text)
@@ -207,3 +209,12 @@ def test_a_gating_cell_runs_alone_after_every_run_handed_on_before_it(tmp_path) 
     assert runs.running == [] and session.ran == [["fake-run"]]  # then ran in the session
     runs.launch(session, "off", ["fake-run"], {}, overlap=False, gating=False)
     assert session.ran == [["fake-run"], ["fake-run"]] and runs.running == []
+
+
+def test_a_run_in_the_session_gets_time_to_clean_up_after_ctrl_c(tmp_path) -> None:
+    """nox passes Ctrl-C on and SIGKILLs 0.5 s later unless told otherwise: the runner was
+    killed mid-cleanup and its temporary folder stayed behind."""
+    session = FakeSession(_handing_on(tmp_path, 0.1))
+    CellRuns().launch(session, "off", ["fake-run"], {}, overlap=False, gating=False)
+    assert session.timeouts[0]["interrupt_timeout"] >= 10
+    assert session.timeouts[0]["terminate_timeout"] >= 10

@@ -242,3 +242,46 @@ def test_a_reader_waiting_on_a_fifo_its_child_never_opened_gets_its_end(tmp_path
     read_fifo(fifo, "subject", events, proc)
     proc.ended(1)
     assert events.get(timeout=10) == ("eof", "subject", "")
+
+
+@pytest.mark.parametrize("closed_first", [False, True], ids=["serving", "closing"])
+def test_a_paused_server_whose_asker_is_gone_is_killed(tmp_path: Path,
+                                                      closed_first: bool) -> None:
+    """A subject killed outright (Ctrl-C, a cell's timeout: the runner SIGKILLs it) cannot stop
+    its servers, and one it had paused (SIGSTOP) never sees its asker go: it stayed stopped
+    and listening for good, and a closed fork server waited for it for good (Ctrl-C on a
+    `matrix(mlx-lm-0.32.2)` run, 2026-12-07). The asker's connection ending is its end."""
+    import socket
+
+    (tmp_path / "sleeper.py").write_text("import time\ntime.sleep(600)\n")
+    server = subprocess.Popen([sys.executable, "-m", "mlxcompat.forkserver"],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    answers = _lines(server.stdout)
+    ready = answers.get(timeout=60)
+    out = tmp_path / "served.out"
+    os.mkfifo(out)
+    threading.Thread(target=out.read_text, daemon=True).start()
+    asker = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    asker.connect(ready["socket"])
+    asker.sendall((json.dumps({"argv": [], "out": str(out), "module": "sleeper",
+                               "env": {**os.environ, "PYTHONPATH": str(tmp_path)}})
+                   + "\n").encode())
+    pid = json.loads(asker.makefile("r").readline())["pid"]
+    try:
+        os.kill(pid, signal.SIGSTOP)  # as `Server.pause` does
+        assert wait_for(pid, "T", tries=200, pause=0.05) == "T"
+        if closed_first:  # the runner's orderly end came before the asker's death
+            server.stdin.write(json.dumps({"close": True}) + "\n")
+            server.stdin.close()
+        asker.close()  # the asker killed outright: only its connection tells
+        assert wait_for(pid, "gone Z", tries=200, pause=0.05) in ("gone", "Z")
+        if closed_first:
+            assert server.wait(timeout=30) == 0
+        else:
+            server.stdin.close()
+            assert server.wait(timeout=30) == 0
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        server.kill()
+    assert wait_for(pid, "gone", tries=100, pause=0.05) == "gone"

@@ -65,3 +65,44 @@ def test_a_stopped_run_kills_its_frozen_subject_and_writes_nothing(tmp_path, mon
         if child.poll() is None:
             os.killpg(child.pid, signal.SIGKILL)
             child.wait()
+
+
+def test_ctrl_c_kills_the_frozen_subject_and_removes_the_runners_folder(tmp_path,
+                                                                        monkeypatch):
+    """KeyboardInterrupt takes the same way out as SIGTERM: no subject left stopped, no cell
+    document, and the runner's temporary folder (its subjects' scratch) removed."""
+    import tempfile
+
+    from mlxcompat import runner
+    from mlxcompat.workers import Worker
+
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"],
+                             start_new_session=True)
+    seen: list = []
+
+    def loop(opts, tmp, need, events, workers, todo, server, share):
+        seen.append(tmp)
+        (tmp / "mlxcompat-serve-x").mkdir()  # what a subject made there
+        os.killpg(child.pid, signal.SIGSTOP)
+        workers["none"] = Worker("none", child, tmp / "none.json", deque())
+        raise KeyboardInterrupt
+
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    monkeypatch.setattr(runner, "_loop", loop)
+    run = SimpleNamespace(last_seconds={}, same_as={}, name="cell")
+    opts = SimpleNamespace(out=tmp_path / "cell.json", subjects=[SimpleNamespace(name="none")],
+                           reused=(), run=run, need_probe=False, device="cpu")
+    monkeypatch.setenv("MLXCOMPAT_OVERLAP", "0")
+    monkeypatch.setattr(runner.forkserver, "available", lambda: False)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            runner.run_cell(opts)
+        assert child.wait(timeout=30) == -signal.SIGKILL
+        assert not opts.out.exists()
+        assert seen and seen[0].parent == temp and list(temp.iterdir()) == []
+    finally:
+        if child.poll() is None:
+            os.killpg(child.pid, signal.SIGKILL)
+            child.wait()

@@ -165,3 +165,29 @@ def test_a_model_the_release_lacks_leaves_no_folder_behind(tmp_path, monkeypatch
     with pytest.raises(SkipCheck):
         server.server_run("qwen3_5", None)  # type: ignore[arg-type]
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_server_checks_folders_go_inside_the_runners_scratch_folder(tmp_path,
+                                                                       monkeypatch) -> None:
+    """A subject killed outright (Ctrl-C, a cell's timeout) removes none of its temporary
+    folders; made inside the runner's own, they go with it. Outside a runner: the system's."""
+    from mlxcompat.checks import server
+    from mlxcompat.drivers import forked
+    from mlxcompat.errors import SkipCheck
+    from mlxcompat.models import saved
+
+    roots: list[Path] = []
+
+    def absent(name: str, folder: Any) -> None:
+        roots.append(folder.parent)
+        raise SkipCheck(f"{name} is not in this release")
+
+    monkeypatch.setattr(saved, "save_tiny", absent)
+    scratch = tmp_path / "runner-tmp"
+    scratch.mkdir()
+    monkeypatch.setenv(forked.SCRATCH_ENV, str(scratch))
+    with pytest.raises(SkipCheck):
+        server.server_run("qwen3_5", None)  # type: ignore[arg-type]
+    assert roots[-1].parent == scratch
+    monkeypatch.setenv(forked.SCRATCH_ENV, str(tmp_path / "gone"))  # its runner ended
+    assert forked.scratch() is None

@@ -32,6 +32,7 @@ from mlxcompat.checks.server_workload import (
     run_workload,
 )
 from mlxcompat.checks.spec import Case, CheckSpec, Context, Selection, guarded, wanted
+from mlxcompat.drivers.forked import scratch
 from mlxcompat.drivers.kernel_cache import RETRY_PAUSE_S, is_half_written
 from mlxcompat.records.rows import ResultRow
 from mlxcompat.registry import Registry
@@ -141,8 +142,8 @@ def server_run(model: str, ctx: Context) -> tuple[Session, ServerRun]:
     if model in _RUNS:
         return _RUNS[model]
     try:
-        root = (Path(tempfile.mkdtemp(prefix="mlxcompat-serve-")) if not _LIVE
-                else _LIVE[0].folder)
+        root = (Path(tempfile.mkdtemp(prefix="mlxcompat-serve-", dir=scratch()))
+                if not _LIVE else _LIVE[0].folder)
         try:
             folder = save_tiny(model, root / model)  # SkipCheck where this release lacks it
         except BaseException:

@@ -25,10 +25,19 @@ from collections.abc import Iterator
 from pathlib import Path
 
 SOCKET_ENV = "MLXCOMPAT_FORK_SOCKET"
+SCRATCH_ENV = "MLXCOMPAT_SCRATCH"  # the runner's temporary folder, named to its subjects
 
 
 def available() -> bool:
     return bool(os.environ.get(SOCKET_ENV)) and os.environ.get("MLXCOMPAT_FORK", "1") != "0"
+
+
+def scratch() -> str | None:
+    """Where a subject process makes its temporary folders: inside its runner's own (which
+    the runner removes however the subject ended: a subject killed outright, by Ctrl-C or a
+    cell's timeout, removes nothing itself), else the system's."""
+    folder = os.environ.get(SCRATCH_ENV, "")
+    return folder if folder and os.path.isdir(folder) else None
 
 
 class ForkedServer:
@@ -36,7 +45,7 @@ class ForkedServer:
     connection that asked for it."""
 
     def __init__(self, argv: list[str], env: dict[str, str]) -> None:
-        self._folder = Path(tempfile.mkdtemp(prefix="mlxcompat-served-"))
+        self._folder = Path(tempfile.mkdtemp(prefix="mlxcompat-served-", dir=scratch()))
         # its fifo's folder goes when the server ends, and at this process's exit if it
         # never saw the end (a subject that exits with its servers still running)
         self._cleanup = weakref.finalize(self, shutil.rmtree, self._folder, True)
