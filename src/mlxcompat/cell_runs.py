@@ -32,8 +32,9 @@ from mlxcompat.cpuwatch import run_cpus
 from mlxcompat.workers import bench_cpu
 
 # How long nox waits for a run to end after passing on Ctrl-C (then SIGTERM, then SIGKILL).
-# With nox's own 0.3 s the runner was killed mid-cleanup: its temporary folder stayed behind
-# on every Ctrl-C of `matrix(mlx-lm-0.32.2)` tried (2026-12-07); its own cleanup takes under a second.
+# With nox's own 0.3 s the runner was killed mid-cleanup: its temporary folder stayed
+# behind on every Ctrl-C of `matrix(mlx-lm-0.32.2)` tried (2026-12-07); its cleanup takes
+# under a second.
 INTERRUPT_GRACE_S = 30.0
 
 
