@@ -36,6 +36,7 @@ from mlxcompat.workers import bench_cpu
 # behind on every Ctrl-C of `matrix(mlx-lm-0.32.2)` tried (2026-12-07); its cleanup takes
 # under a second.
 INTERRUPT_GRACE_S = 30.0
+INTERRUPTED = (130, -2)  # `mlxcompat run`'s exit after Ctrl-C, or SIGINT's own
 
 
 @dataclass
@@ -53,7 +54,7 @@ class CellRuns:
 
     def _at_exit(self) -> None:
         for cell in self.wait_all():  # a report would have failed on these; none ran
-            print(f"mlxcompat: {cell}: its run failed after its checks", flush=True)
+            print(f"mlxcompat: {cell}: its run did not end with its results", flush=True)
 
     def overlap(self, device: str) -> bool:
         return device == "cpu" and benchlock.enabled() and bench_cpu(device) is not None \
@@ -99,18 +100,21 @@ class CellRuns:
                 "MLXCOMPAT_HANDOFF": str(handoff)}
         session.log(" ".join(argv) + "  (handed on once it leaves a CPU idle)")
         proc = subprocess.Popen([str(venv / "bin" / argv[0]), *argv[1:]], env=full)
+        self.running.append((name, proc))  # from now: nox's exit (Ctrl-C here) waits for it
         while proc.poll() is None and not handoff.exists():
             time.sleep(0.2)
-        if proc.returncode is None:
-            self.running.append((name, proc))
-        elif proc.returncode != 0:
-            session.error(f"{name}: mlxcompat run exited with {proc.returncode}")
+        if proc.returncode is not None:
+            self.running.remove((name, proc))
+            if proc.returncode != 0:
+                session.error(f"{name}: mlxcompat run exited with {proc.returncode}")
 
     def _reap(self) -> None:
         still = []
         for name, proc in self.running:
             if proc.poll() is None:
                 still.append((name, proc))
+            elif proc.returncode in INTERRUPTED:
+                self.failed.append(f"{name} (interrupted)")
             elif proc.returncode != 0:
                 self.failed.append(f"{name} (exit {proc.returncode})")
         self.running = still

@@ -28,6 +28,7 @@ import contextlib
 import json
 import os
 import select
+import shutil
 import signal
 import socket
 import sys
@@ -144,6 +145,16 @@ def _end_orphans(ready: list, asked: dict[int, socket.socket], gone: set[int]) -
                 kill(pid, signal.SIGKILL)
 
 
+def _say(answer: IO[str], message: str) -> None:
+    """A line to the runner. Once it is gone (its children are being killed, or it was
+    interrupted before it read the ready line) nobody reads: no traceback, no exit."""
+    try:
+        answer.write(message)
+        answer.flush()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), answer.fileno())
+
+
 def _tell(answer: IO[str], asked: dict[int, socket.socket], pid: int, code: int) -> None:
     """A child's exit to whoever asked for it: a socket client, else the runner."""
     LIVE.discard(pid)
@@ -151,11 +162,7 @@ def _tell(answer: IO[str], asked: dict[int, socket.socket], pid: int, code: int)
     message = json.dumps({"exit": pid, "code": code}) + "\n"
     conn = asked.pop(pid, None)
     if conn is None:
-        try:
-            answer.write(message)
-            answer.flush()
-        except BrokenPipeError:  # the runner died (its children are being killed): nobody
-            os.dup2(os.open(os.devnull, os.O_WRONLY), answer.fileno())  # to tell, no traceback
+        _say(answer, message)
         return
     with contextlib.suppress(OSError):  # the asker is gone; so, soon, is its server
         conn.sendall(message.encode())
@@ -190,13 +197,19 @@ def serve() -> None:
     transformers = sys.modules["transformers"]
     for attr in LAZY_TRANSFORMERS:
         getattr(transformers, attr, None)
-    answer = sys.stdout
-    path = os.path.join(tempfile.mkdtemp(prefix="mlxcompat-fork-"), "socket")
+    folder = tempfile.mkdtemp(prefix="mlxcompat-fork-")
+    try:
+        _serve(sys.stdout, os.path.join(folder, "socket"))
+    finally:  # a forked child never comes here: it ends by `os._exit`
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _serve(answer: IO[str], path: str) -> None:
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
     listener.listen(16)
     asked: dict[int, socket.socket] = {}
-    print(json.dumps({"ready": os.getpid(), "socket": path}), file=answer, flush=True)
+    _say(answer, json.dumps({"ready": os.getpid(), "socket": path}) + "\n")
     stdin = sys.stdin
     while True:
         ready, _, _ = select.select([stdin, listener, *_askers(asked, ORPHANED)], [], [], 0.2)
@@ -220,10 +233,8 @@ def serve() -> None:
                 conn.close()
             _child(request)
         LIVE.add(pid)
-        print(json.dumps({"pid": pid}), file=answer, flush=True)
+        _say(answer, json.dumps({"pid": pid}) + "\n")
     listener.close()
-    os.unlink(path)
-    os.rmdir(os.path.dirname(path))
     while _reap(answer, asked):  # closed: wait for the children (an orphan's end too)
         ready, _, _ = select.select(_askers(asked, ORPHANED), [], [], 0.2)
         _end_orphans(ready, asked, ORPHANED)

@@ -218,3 +218,26 @@ def test_a_run_in_the_session_gets_time_to_clean_up_after_ctrl_c(tmp_path) -> No
     CellRuns().launch(session, "off", ["fake-run"], {}, overlap=False, gating=False)
     assert session.timeouts[0]["interrupt_timeout"] >= 10
     assert session.timeouts[0]["terminate_timeout"] >= 10
+
+
+def test_a_run_interrupted_before_handing_on_is_waited_for_and_named_so(tmp_path,
+                                                                        monkeypatch) -> None:
+    """Ctrl-C reaches nox while it waits for a run to hand on: nox's exit waits for that run
+    (it was not yet in the list, so nox ended before the run's own cleanup), and a run that
+    ended on Ctrl-C is named interrupted, not failed."""
+    from mlxcompat import cell_runs
+
+    venv = _venv_with(tmp_path, "import time, sys; time.sleep(0.4); sys.exit(130)\n")
+    runs = CellRuns()
+    seen: list[int] = []
+
+    def interrupted(seconds: float) -> None:
+        seen.append(len(runs.running))
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cell_runs.time, "sleep", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        runs.start(FakeSession(venv), "cell-b", ["fake-run"], {})
+    monkeypatch.undo()
+    assert seen == [1]  # already waited for while nox was still waiting for the hand-on
+    assert runs.wait_all() == ["cell-b (interrupted)"]

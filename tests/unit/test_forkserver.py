@@ -285,3 +285,20 @@ def test_a_paused_server_whose_asker_is_gone_is_killed(tmp_path: Path,
             os.kill(pid, signal.SIGKILL)
         server.kill()
     assert wait_for(pid, "gone", tries=100, pause=0.05) == "gone"
+
+
+def test_a_runner_gone_before_the_ready_line_leaves_no_traceback_and_no_folder(
+        tmp_path: Path) -> None:
+    """Ctrl-C while the runner waits for the ready line: the fork server (its own session,
+    so no SIGINT) wrote into a closed pipe, printed a BrokenPipeError and left its socket's
+    folder behind (a full matrix run, 2026-12-07). It ends quietly and takes its folder."""
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    server = subprocess.Popen([sys.executable, "-m", "mlxcompat.forkserver"],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, env={**os.environ, "TMPDIR": str(temp)})
+    server.stdout.close()  # the runner is gone before reading anything
+    server.stdin.close()
+    assert server.wait(timeout=60) == 0
+    assert server.stderr.read() == b""
+    assert list(temp.iterdir()) == []
