@@ -6,7 +6,8 @@ points first, then the server's own `main()`, in one process.
 
 Each entry point is imported by name and called before `mlx_lm.server` is imported (as a
 server's start-up code does); one line `[mlxcompat-serve] {json}` on stderr says what each
-returned or raised. `--no-prompt-cache` makes the server's prompt cache miss on every fetch
+returned or raised, and another the port once this process listens on it (`_say_listening`).
+`--no-prompt-cache` makes the server's prompt cache miss on every fetch
 (`drivers.server.turn_prompt_cache_off`): the reference server, where each request is served
 alone, never reuses another's cache on a release that has no `--prompt-cache-size` flag.
 """
@@ -57,6 +58,25 @@ def _end_with_parent() -> None:
         os._exit(0)
 
     threading.Thread(target=watch, daemon=True).start()
+
+
+def _say_listening() -> None:
+    """Print `[mlxcompat-serve] {"listening": port}` once the server's socket listens. The
+    checker picks a free port and this process binds it a second later; meanwhile another
+    server may take it, and its `/health` answered for this one, which never could bind
+    (Linux hands a freed port out again within a few binds: 13 of 50,000 within 5). The
+    line is what the checker waits for, never `/health` alone."""
+    import socketserver
+
+    activate = socketserver.TCPServer.server_activate
+
+    def server_activate(self: Any) -> None:
+        activate(self)
+        port = self.server_address[1]
+        print("[mlxcompat-serve] " + json.dumps({"listening": port}), file=sys.stderr,
+              flush=True)
+
+    socketserver.TCPServer.server_activate = server_activate  # type: ignore[method-assign]
 
 
 def _not_zombie(pid: int) -> bool:
@@ -110,6 +130,7 @@ def main(argv: list[str]) -> None:
 
         turn_prompt_cache_off(server)
     sys.argv = ["mlx_lm.server", *rest]
+    _say_listening()
     server.main()
 
 

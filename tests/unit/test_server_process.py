@@ -191,3 +191,40 @@ def test_a_server_checks_folders_go_inside_the_runners_scratch_folder(tmp_path,
     assert roots[-1].parent == scratch
     monkeypatch.setenv(forked.SCRATCH_ENV, str(tmp_path / "gone"))  # its runner ended
     assert forked.scratch() is None
+
+
+def test_a_server_whose_port_another_took_first_starts_on_another(tmp_path,
+                                                                   monkeypatch) -> None:
+    """The port picked for a server is free when picked, not when the server binds it a
+    second later: another process that took it first answered `/health` for it. The
+    server's own "listening" line is waited for; one that could not bind starts again."""
+    pytest.importorskip("mlx_lm")
+    import http.server
+    import threading
+
+    from mlxcompat.drivers import server as driver
+    from mlxcompat.models.saved import save_tiny
+
+    class Health(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    impostor = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Health)
+    threading.Thread(target=impostor.serve_forever, daemon=True).start()
+    taken = impostor.server_address[1]
+    picks = iter([taken])
+    real = driver.free_port
+    monkeypatch.setattr(driver, "free_port", lambda: next(picks, None) or real())
+    monkeypatch.delenv("MLXCOMPAT_FORK_SOCKET", raising=False)
+    served = driver.Server(save_tiny("llama", tmp_path / "llama"), {})
+    try:
+        served.start()
+        assert served.port != taken and served.listening == served.port
+        assert served.proc.poll() is None
+    finally:
+        served.stop()
+        impostor.shutdown()

@@ -27,6 +27,14 @@ from typing import Any
 from mlxcompat.drivers import forked
 
 START_TIMEOUT_S = 120.0
+PORT_TRIES = 3  # a server whose port another process took first starts again on another
+
+
+BIND_FAILED = "Address already in use"  # the end of the OSError line (errno 98 / macOS 48)
+
+
+class PortTaken(RuntimeError):
+    """The server could not bind the port picked for it: another process had taken it."""
 
 
 @cache
@@ -111,17 +119,33 @@ class Server:
     proc: Any = None
     log: deque[str] = field(default_factory=lambda: deque(maxlen=400))
     applied: dict[str, str] = field(default_factory=dict)
+    listening: int = 0  # the port its process said it listens on (`serve._say_listening`)
     started_s: float = 0.0
     dying: list[str] = field(default_factory=list)  # the generation thread's traceback
+    _reader: Any = None  # the thread reading its output
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> Server:
+        began = time.perf_counter()
+        for tries_left in reversed(range(PORT_TRIES)):
+            try:
+                self._launch()
+                break
+            except PortTaken:
+                if not tries_left:
+                    raise
+        self.started_s = time.perf_counter() - began
+        return self
+
+    def _launch(self) -> None:
         import threading
 
-        self.port = free_port()
+        self.port, self.listening = free_port(), 0
+        self.log.clear()
+        self.dying.clear()
         argv = [sys.executable, "-m", "mlxcompat.serve", "--device", self.device]
         for role, point in self.entry_points.items():
             argv += ["--apply", f"{role}={point}"]
@@ -131,23 +155,27 @@ class Server:
                  str(self.port), "--log-level", "WARNING"]
         for flag, value in self.flags.items():
             argv += [flag, str(value)]
-        began = time.perf_counter()
         env = {**os.environ, "HF_HUB_OFFLINE": "1", "MLXCOMPAT_SERVE_PARENT": str(os.getpid())}
         if forked.available():  # warm: the cell's fork server has done the slow imports
             self.proc = forked.ForkedServer(argv[3:], env)
         else:
             self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE,
                                          stderr=subprocess.STDOUT, text=True, env=env)
-        threading.Thread(target=self._read, daemon=True).start()
+        self._reader = threading.Thread(target=self._read, args=(self.proc,), daemon=True)
+        self._reader.start()
         self._wait_ready()
-        self.started_s = time.perf_counter() - began
-        return self
 
-    def _read(self) -> None:
-        for line in self.proc.stdout:
+    def _read(self, proc: Any = None) -> None:
+        """Read `proc`'s output (this server's process by default) into the log."""
+        proc = proc or self.proc
+        for line in proc.stdout:
             line = line.rstrip("\n")
             if line.startswith("[mlxcompat-serve] "):
-                self.applied = json.loads(line.removeprefix("[mlxcompat-serve] "))["applied"]
+                said = json.loads(line.removeprefix("[mlxcompat-serve] "))
+                if "applied" in said:
+                    self.applied = said["applied"]
+                if "listening" in said and proc is self.proc:
+                    self.listening = int(said["listening"])
             elif line.strip():
                 if 0 < len(self.dying) < 200 or (line.startswith("Exception in thread")
                                                  and "(_generate)" in line):
@@ -170,12 +198,17 @@ class Server:
         deadline = time.monotonic() + START_TIMEOUT_S
         with httpx.Client(timeout=2) as client:  # one client: each new one loads the CA store
             while time.monotonic() < deadline:
+                if any(line.startswith("OSError") and line.endswith(BIND_FAILED)
+                       for line in list(self.log)[-3:]):
+                    self.stop()  # 0.32's server lives on when its HTTP thread cannot bind
+                    raise PortTaken(f"port {self.port} was taken before the server bound it")
                 if self.proc.poll() is not None:
                     raise RuntimeError(f"the server exited with {self.proc.returncode}: "
                                        + " | ".join(list(self.log)[-6:]))
-                with contextlib.suppress(httpx.HTTPError):
-                    if client.get(f"{self.url}/health").status_code == 200:
-                        return
+                if self.listening == self.port:  # its own socket, not another's
+                    with contextlib.suppress(httpx.HTTPError):
+                        if client.get(f"{self.url}/health").status_code == 200:
+                            return
                 time.sleep(0.2)
         self.stop()
         raise RuntimeError(f"the server did not answer /health in {START_TIMEOUT_S:.0f}s")
