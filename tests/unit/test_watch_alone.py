@@ -26,3 +26,19 @@ def test_a_second_process_of_the_environment_waits_for_the_first(tmp_path) -> No
     with watch_alone():
         assert marker.exists(), "entered while the other process was inside its window"
     assert child.wait(timeout=30) == 0
+
+
+def test_the_lock_file_lives_in_the_environment(tmp_path, monkeypatch) -> None:
+    """One lock file per environment in the system's temporary folder was never removed
+    (142 after four hours of runs here); in the environment it goes with it."""
+    import tempfile
+
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    env = tmp_path / "venv"
+    env.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    monkeypatch.setattr(sys, "prefix", str(env))
+    with watch_alone():
+        pass
+    assert (env / ".mlxcompat-watch.lock").exists() and list(temp.iterdir()) == []

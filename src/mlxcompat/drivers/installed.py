@@ -13,6 +13,7 @@ import contextlib
 import csv
 import fcntl
 import hashlib
+import os
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -124,9 +125,13 @@ def watch_alone() -> Iterator[None]:
     The subjects of a cell run side by side in one venv: a file one subject's import writes
     (vMLX's deepseek_v3.py) must not land in the window of another subject's entry point and
     be charged to it. Windows of one environment take turns through a lock file; those of
-    other environments never wait."""
-    key = hashlib.sha256(sys.prefix.encode()).hexdigest()[:16]
-    path = Path(tempfile.gettempdir()) / f"mlxcompat-watch-{key}.lock"
+    other environments never wait. The file lives in the environment (it goes with it),
+    in the system's temporary folder only where that is read-only: one per environment
+    there left 142 empty files after four hours of runs here (2026-12-07)."""
+    path = Path(sys.prefix) / ".mlxcompat-watch.lock"
+    if not os.access(sys.prefix, os.W_OK):
+        key = hashlib.sha256(sys.prefix.encode()).hexdigest()[:16]
+        path = Path(tempfile.gettempdir()) / f"mlxcompat-watch-{key}.lock"
     with path.open("a") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
@@ -139,7 +144,6 @@ def unshare(site: Path, names: tuple[str, ...] = WATCHED) -> int:
     """Give `site` its own copy of every watched file that is a hard link (uv links installs
     to its cache): a subject that writes into one must not change the cache and every other
     environment linked to it. Returns how many files were copied."""
-    import os
     import shutil
 
     copied = 0
