@@ -1,0 +1,78 @@
+"""Ctrl-C in the middle of the `server` check leaves nothing behind: a real `mlxcompat run`
+in this environment (its fork server, subjects and their real `mlx_lm.server` pairs, one of
+each pair paused), SIGINT to its process group as a terminal sends it once the first
+model's server rows are in. Before (2026-12-07), a paused server stayed stopped and
+listening for good, its fork server waited for it for good, and the runner's temporary
+folder stayed behind when nox cut its cleanup short (that part: test_cell_overlap.py)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+
+
+def _marked(mark: str) -> list[int]:
+    """Processes whose environment carries `mark` (every process the run started does)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if mark.encode() in (entry / "environ").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+def test_ctrl_c_during_the_server_check_leaves_no_process_and_no_folder(tmp_path) -> None:
+    pytest.importorskip("mlx_lm.server")
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    mark = f"mlxcompat-interrupt-{uuid.uuid4().hex}"
+    out = tmp_path / "cell.json"
+    env = {**os.environ, "TMPDIR": str(temp), "MLXCOMPAT_TEST_MARK": mark,
+           "HF_HUB_OFFLINE": "1", "MLXCOMPAT_OVERLAP": "0"}
+    run = subprocess.Popen(
+        [sys.executable, "-m", "mlxcompat.cli", "--matrix", str(ROOT / "matrix.yaml"), "run",
+         "--cell", "local", "--out", str(out), "--subjects", "none,mlxcompat",
+         "--models", "llama,mamba", "--checks", "install,import,server", "--bench", "off"],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    lines: list[str] = []
+    try:
+        assert run.stdout is not None
+        for line in run.stdout:  # until the first model's server rows are in
+            lines.append(line)
+            if ": server llama: " in line:
+                break
+        assert any(": server llama: " in x for x in lines), "".join(lines[-20:])
+        os.killpg(run.pid, signal.SIGINT)
+        lines += run.stdout.readlines()
+        assert run.wait(timeout=60) == 130, "".join(lines[-20:])
+    finally:
+        if run.poll() is None:
+            os.killpg(run.pid, signal.SIGKILL)
+            run.wait()
+    assert "interrupted; its subject processes were stopped" in "".join(lines[-5:])
+    assert "Traceback" not in "".join(lines)
+    assert not out.exists()
+    left: list[int] = []
+    for _ in range(50):  # a killed process may take a moment to be reaped
+        left = _marked(mark)
+        if not left:
+            break
+        time.sleep(0.1)
+    assert left == [], [Path(f"/proc/{p}/cmdline").read_bytes() for p in left]
+    assert [p.name for p in temp.iterdir() if p.name.startswith("mlxcompat")
+            and not p.name.startswith("mlxcompat-bench-")] == []  # the one lock every run shares
