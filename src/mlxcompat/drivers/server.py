@@ -28,8 +28,6 @@ from mlxcompat.drivers import forked
 
 START_TIMEOUT_S = 120.0
 PORT_TRIES = 3  # a server whose port another process took first starts again on another
-
-
 BIND_FAILED = "Address already in use"  # the end of the OSError line (errno 98 / macOS 48)
 
 
@@ -169,12 +167,14 @@ class Server:
         """Read `proc`'s output (this server's process by default) into the log."""
         proc = proc or self.proc
         for line in proc.stdout:
+            if proc is not self.proc:  # started again on another port: not this one's log
+                break
             line = line.rstrip("\n")
             if line.startswith("[mlxcompat-serve] "):
                 said = json.loads(line.removeprefix("[mlxcompat-serve] "))
                 if "applied" in said:
                     self.applied = said["applied"]
-                if "listening" in said and proc is self.proc:
+                if "listening" in said:
                     self.listening = int(said["listening"])
             elif line.strip():
                 if 0 < len(self.dying) < 200 or (line.startswith("Exception in thread")
