@@ -23,16 +23,16 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="re
 
 
 def _marked(mark: str) -> list[int]:
-    """Processes whose environment carries `mark` (every process the run started does)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if mark.encode() in (entry / "environ").read_bytes():
-                    found.append(int(entry.name))
-            except OSError:
-                continue
-    return found
+    """Processes whose environment carries `mark` (every process the run started does):
+    the same reading as `scripts/interrupt_run.py`, which a user runs by hand."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("interrupt_run",
+                                                  ROOT / "scripts" / "interrupt_run.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return list(module.marked(mark))
 
 
 def test_ctrl_c_during_the_server_check_leaves_no_process_and_no_folder(tmp_path) -> None:
