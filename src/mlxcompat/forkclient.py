@@ -98,6 +98,15 @@ class ForkServer:
             self._children[child.pid] = child
             return child
 
+    def abandon(self) -> None:
+        """The runner is stopping (Ctrl-C, SIGTERM): end the server's stdin without
+        {"close": true}, so that it SIGKILLs every child it forked, one the runner never
+        heard of included (forked a moment before the interrupt, its pid not yet read)."""
+        with contextlib.suppress(OSError, ValueError):
+            self.proc.stdin.close()  # type: ignore[union-attr]
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=30)
+
     def close(self) -> None:
         """An orderly end: the server waits for its children (a bare end of stdin, the
         runner's death, makes it kill them)."""

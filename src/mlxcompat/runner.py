@@ -159,6 +159,8 @@ def run_cell(opts: RunOptions) -> CellDoc:
                     w.timed_out, w.exited = True, True
         except BaseException:  # stopped (SIGTERM, Ctrl-C) or broken: no subject outlives it
             _kill_live(workers)
+            if server is not None:
+                server.abandon()
             raise
         finally:
             if server is not None:

@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -50,16 +51,23 @@ def test_ctrl_c_during_the_server_check_leaves_no_process_and_no_folder(tmp_path
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     lines: list[str] = []
-    try:
+    first_rows = threading.Event()
+
+    def read() -> None:  # a thread: a run that hangs must fail the test, not hang it
         assert run.stdout is not None
-        for line in run.stdout:  # until the first model's server rows are in
+        for line in run.stdout:
             lines.append(line)
             if ": server llama: " in line:
-                break
-        assert any(": server llama: " in x for x in lines), "".join(lines[-20:])
+                first_rows.set()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        assert first_rows.wait(timeout=600), "".join(lines[-20:])
         os.killpg(run.pid, signal.SIGINT)
-        lines += run.stdout.readlines()
         assert run.wait(timeout=60) == 130, "".join(lines[-20:])
+        reader.join(timeout=30)  # the pipe's end: no process of the run holds it any more
+        assert not reader.is_alive(), "a process of the run still holds its output"
     finally:
         if run.poll() is None:
             os.killpg(run.pid, signal.SIGKILL)

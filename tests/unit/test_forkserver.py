@@ -300,5 +300,6 @@ def test_a_runner_gone_before_the_ready_line_leaves_no_traceback_and_no_folder(
     server.stdout.close()  # the runner is gone before reading anything
     server.stdin.close()
     assert server.wait(timeout=60) == 0
-    assert server.stderr.read() == b""
+    said = server.stderr.read()  # transformers may say it found no PyTorch: not ours
+    assert b"Traceback" not in said and b"BrokenPipeError" not in said, said
     assert list(temp.iterdir()) == []

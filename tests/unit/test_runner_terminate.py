@@ -4,6 +4,7 @@ the fix, subjects frozen for another's turn stayed stopped for good (an H100, 20
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -12,7 +13,7 @@ from collections import deque
 from types import SimpleNamespace
 
 import pytest
-from prockit import state
+from prockit import state, wait_for
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 
@@ -106,3 +107,42 @@ def test_ctrl_c_kills_the_frozen_subject_and_removes_the_runners_folder(tmp_path
         if child.poll() is None:
             os.killpg(child.pid, signal.SIGKILL)
             child.wait()
+
+
+def test_ctrl_c_right_after_a_fork_kills_the_subject_the_runner_never_heard_of(tmp_path,
+                                                                                monkeypatch):
+    """Ctrl-C between the fork server's fork and the runner's note of it: that subject was
+    in no worker entry, so nothing killed it, and an orderly close waited for it. Stopping,
+    the runner ends the fork server's stdin instead, which kills every child it forked."""
+    from mlxcompat import forkserver, runner
+
+    if not forkserver.available():
+        pytest.skip("the fork server is Linux-only")
+    (tmp_path / "sleeper.py").write_text("import time\ntime.sleep(120)\n")
+    forked: list[int] = []
+
+    def loop(opts, tmp, need, events, workers, todo, server, share):
+        fifo = tmp / "sleeper.out"
+        os.mkfifo(fifo)
+        import threading
+
+        threading.Thread(target=fifo.read_text, daemon=True).start()
+        child = server.fork([], {**os.environ, "PYTHONPATH": str(tmp_path)}, str(fifo),
+                            module="sleeper")
+        forked.append(child.pid)
+        raise KeyboardInterrupt  # before `workers[...] = ...`
+
+    monkeypatch.setattr(runner, "_loop", loop)
+    run = SimpleNamespace(last_seconds={}, same_as={}, name="cell")
+    opts = SimpleNamespace(out=tmp_path / "cell.json", subjects=[SimpleNamespace(name="none")],
+                           reused=(), run=run, need_probe=False, device="cpu", matrix=None)
+    monkeypatch.setenv("MLXCOMPAT_OVERLAP", "0")
+    monkeypatch.setattr(runner, "subject_env", lambda *a: dict(os.environ))
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            runner.run_cell(opts)
+        assert forked and wait_for(forked[0], "gone Z", tries=100, pause=0.05) in ("gone", "Z")
+    finally:
+        for pid in forked:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)

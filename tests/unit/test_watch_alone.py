@@ -42,3 +42,20 @@ def test_the_lock_file_lives_in_the_environment(tmp_path, monkeypatch) -> None:
     with watch_alone():
         pass
     assert (env / ".mlxcompat-watch.lock").exists() and list(temp.iterdir()) == []
+
+
+def test_an_interpreters_own_prefix_gets_no_lock_file(tmp_path, monkeypatch) -> None:
+    """Not a virtual environment (/usr, a conda base, root in a container): nothing is
+    written there; the lock file is the system temporary folder's."""
+    import tempfile
+
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    base = tmp_path / "usr"
+    base.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    monkeypatch.setattr(sys, "prefix", str(base))
+    monkeypatch.setattr(sys, "base_prefix", str(base))
+    with watch_alone():
+        pass
+    assert list(base.iterdir()) == [] and len(list(temp.glob("mlxcompat-watch-*.lock"))) == 1

@@ -125,11 +125,12 @@ def watch_alone() -> Iterator[None]:
     The subjects of a cell run side by side in one venv: a file one subject's import writes
     (vMLX's deepseek_v3.py) must not land in the window of another subject's entry point and
     be charged to it. Windows of one environment take turns through a lock file; those of
-    other environments never wait. The file lives in the environment (it goes with it),
-    in the system's temporary folder only where that is read-only: one per environment
-    there left 142 empty files after four hours of runs here (2026-12-07)."""
+    other environments never wait. The file lives in the virtual environment (it goes with
+    it), in the system's temporary folder only for an interpreter's own prefix (/usr, a conda
+    base) or a read-only one: one per environment there left 142 empty files after four
+    hours of runs here (2026-12-07)."""
     path = Path(sys.prefix) / ".mlxcompat-watch.lock"
-    if not os.access(sys.prefix, os.W_OK):
+    if sys.prefix == sys.base_prefix or not os.access(sys.prefix, os.W_OK):
         key = hashlib.sha256(sys.prefix.encode()).hexdigest()[:16]
         path = Path(tempfile.gettempdir()) / f"mlxcompat-watch-{key}.lock"
     with path.open("a") as handle:

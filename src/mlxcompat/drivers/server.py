@@ -198,11 +198,14 @@ class Server:
         deadline = time.monotonic() + START_TIMEOUT_S
         with httpx.Client(timeout=2) as client:  # one client: each new one loads the CA store
             while time.monotonic() < deadline:
+                ended = self.proc.poll() is not None
+                if ended and self._reader is not None:
+                    self._reader.join(timeout=10)  # its last lines (0.28.0-0.28.3 exit)
                 if any(line.startswith("OSError") and line.endswith(BIND_FAILED)
                        for line in list(self.log)[-3:]):
-                    self.stop()  # 0.32's server lives on when its HTTP thread cannot bind
+                    self.stop()  # 0.28.4+ live on when their HTTP thread cannot bind
                     raise PortTaken(f"port {self.port} was taken before the server bound it")
-                if self.proc.poll() is not None:
+                if ended:
                     raise RuntimeError(f"the server exited with {self.proc.returncode}: "
                                        + " | ".join(list(self.log)[-6:]))
                 if self.listening == self.port:  # its own socket, not another's
