@@ -31,47 +31,34 @@ print("handler restored", signal.getsignal(signal.SIGTERM) is signal.SIG_DFL)
 """
 
 
+def _opts(tmp_path, monkeypatch, device: str, fork: bool) -> SimpleNamespace:
+    """A one-subject cell's options, with no bench lock taken by a unit test and the fork
+    server on or off."""
+    from mlxcompat import runner
+
+    monkeypatch.setenv("MLXCOMPAT_OVERLAP", "0")
+    if not fork:
+        monkeypatch.setattr(runner.forkserver, "available", lambda: False)
+    run = SimpleNamespace(last_seconds={}, same_as={}, name="cell")
+    return SimpleNamespace(out=tmp_path / "cell.json", subjects=[SimpleNamespace(name="none")],
+                           reused=(), run=run, need_probe=False, device=device)
+
+
 def test_sigterm_inside_becomes_system_exit_and_the_handler_is_restored() -> None:
     out = subprocess.run([sys.executable, "-c", SELF_TERM], capture_output=True, text=True,
                          timeout=60, check=True).stdout.split("\n")
     assert out[:2] == ["exit 143", "handler restored True"]
 
 
-def test_a_stopped_run_kills_its_frozen_subject_and_writes_nothing(tmp_path, monkeypatch):
-    from mlxcompat import runner
-    from mlxcompat.workers import Worker
-
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"],
-                             start_new_session=True)
-
-    def loop(opts, tmp, need, events, workers, todo, server, share):
-        os.killpg(child.pid, signal.SIGSTOP)  # frozen for another subject's turn
-        workers["none"] = Worker("none", child, tmp / "none.json", deque())
-        raise SystemExit(128 + signal.SIGTERM)  # what terminate_raises makes of SIGTERM
-
-    monkeypatch.setattr(runner, "_loop", loop)
-    run = SimpleNamespace(last_seconds={}, same_as={}, name="cell")
-    opts = SimpleNamespace(out=tmp_path / "cell.json", subjects=[SimpleNamespace(name="none")],
-                           reused=(), run=run, need_probe=False, device="gpu")
-    monkeypatch.setenv("MLXCOMPAT_OVERLAP", "0")  # no bench lock taken by a unit test
-    monkeypatch.setattr(runner.forkserver, "available", lambda: False)
-    try:
-        with pytest.raises(SystemExit) as stopped:
-            runner.run_cell(opts)
-        assert stopped.value.code == 143
-        assert child.wait(timeout=30) == -signal.SIGKILL
-        assert state(child.pid) == "gone"
-        assert not opts.out.exists()
-    finally:
-        if child.poll() is None:
-            os.killpg(child.pid, signal.SIGKILL)
-            child.wait()
-
-
-def test_ctrl_c_kills_the_frozen_subject_and_removes_the_runners_folder(tmp_path,
-                                                                        monkeypatch):
-    """KeyboardInterrupt takes the same way out as SIGTERM: no subject left stopped, no cell
-    document, and the runner's temporary folder (its subjects' scratch) removed."""
+@pytest.mark.parametrize(("stop", "device"), [
+    (SystemExit(128 + signal.SIGTERM), "gpu"),  # what terminate_raises makes of SIGTERM
+    (KeyboardInterrupt(), "cpu"),
+], ids=["sigterm", "ctrl-c"])
+def test_a_stopped_run_kills_its_frozen_subject_writes_nothing_and_removes_its_folder(
+        tmp_path, monkeypatch, stop: BaseException, device: str) -> None:
+    """SIGTERM and Ctrl-C take one way out: no subject left stopped (before, subjects frozen
+    for another's turn stayed stopped for good: an H100, 2026-12-06), no cell document, and
+    the runner's temporary folder (its subjects' scratch) removed."""
     import tempfile
 
     from mlxcompat import runner
@@ -84,23 +71,22 @@ def test_ctrl_c_kills_the_frozen_subject_and_removes_the_runners_folder(tmp_path
     def loop(opts, tmp, need, events, workers, todo, server, share):
         seen.append(tmp)
         (tmp / "mlxcompat-serve-x").mkdir()  # what a subject made there
-        os.killpg(child.pid, signal.SIGSTOP)
+        os.killpg(child.pid, signal.SIGSTOP)  # frozen for another subject's turn
         workers["none"] = Worker("none", child, tmp / "none.json", deque())
-        raise KeyboardInterrupt
+        raise stop
 
     temp = tmp_path / "temp"
     temp.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(temp))
     monkeypatch.setattr(runner, "_loop", loop)
-    run = SimpleNamespace(last_seconds={}, same_as={}, name="cell")
-    opts = SimpleNamespace(out=tmp_path / "cell.json", subjects=[SimpleNamespace(name="none")],
-                           reused=(), run=run, need_probe=False, device="cpu")
-    monkeypatch.setenv("MLXCOMPAT_OVERLAP", "0")
-    monkeypatch.setattr(runner.forkserver, "available", lambda: False)
+    opts = _opts(tmp_path, monkeypatch, device, fork=False)
     try:
-        with pytest.raises(KeyboardInterrupt):
+        with pytest.raises(type(stop)) as stopped:
             runner.run_cell(opts)
+        if isinstance(stop, SystemExit):
+            assert stopped.value.code == 143
         assert child.wait(timeout=30) == -signal.SIGKILL
+        assert state(child.pid) == "gone"
         assert not opts.out.exists()
         assert seen and seen[0].parent == temp and list(temp.iterdir()) == []
     finally:
@@ -133,10 +119,7 @@ def test_ctrl_c_right_after_a_fork_kills_the_subject_the_runner_never_heard_of(t
         raise KeyboardInterrupt  # before `workers[...] = ...`
 
     monkeypatch.setattr(runner, "_loop", loop)
-    run = SimpleNamespace(last_seconds={}, same_as={}, name="cell")
-    opts = SimpleNamespace(out=tmp_path / "cell.json", subjects=[SimpleNamespace(name="none")],
-                           reused=(), run=run, need_probe=False, device="cpu", matrix=None)
-    monkeypatch.setenv("MLXCOMPAT_OVERLAP", "0")
+    opts = _opts(tmp_path, monkeypatch, "cpu", fork=True)
     monkeypatch.setattr(runner, "subject_env", lambda *a: dict(os.environ))
     try:
         with pytest.raises(KeyboardInterrupt):

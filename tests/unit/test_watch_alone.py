@@ -8,6 +8,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from mlxcompat.drivers.installed import watch_alone
 
 
@@ -28,34 +30,25 @@ def test_a_second_process_of_the_environment_waits_for_the_first(tmp_path) -> No
     assert child.wait(timeout=30) == 0
 
 
-def test_the_lock_file_lives_in_the_environment(tmp_path, monkeypatch) -> None:
+@pytest.mark.parametrize("venv", [True, False], ids=["venv", "interpreter-prefix"])
+def test_the_lock_file_lives_in_a_virtual_environment_only(tmp_path, monkeypatch,
+                                                           venv: bool) -> None:
     """One lock file per environment in the system's temporary folder was never removed
-    (142 after four hours of runs here); in the environment it goes with it."""
+    (142 after four hours of runs here): in a virtual environment it goes with it. An
+    interpreter's own prefix (/usr, a conda base, root in a container) gets nothing written
+    into it; there the lock file is the temporary folder's."""
     import tempfile
 
     temp = tmp_path / "temp"
     temp.mkdir()
-    env = tmp_path / "venv"
-    env.mkdir()
+    prefix = tmp_path / "prefix"
+    prefix.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(temp))
-    monkeypatch.setattr(sys, "prefix", str(env))
+    monkeypatch.setattr(sys, "prefix", str(prefix))
+    if not venv:
+        monkeypatch.setattr(sys, "base_prefix", str(prefix))
     with watch_alone():
         pass
-    assert (env / ".mlxcompat-watch.lock").exists() and list(temp.iterdir()) == []
-
-
-def test_an_interpreters_own_prefix_gets_no_lock_file(tmp_path, monkeypatch) -> None:
-    """Not a virtual environment (/usr, a conda base, root in a container): nothing is
-    written there; the lock file is the system temporary folder's."""
-    import tempfile
-
-    temp = tmp_path / "temp"
-    temp.mkdir()
-    base = tmp_path / "usr"
-    base.mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(temp))
-    monkeypatch.setattr(sys, "prefix", str(base))
-    monkeypatch.setattr(sys, "base_prefix", str(base))
-    with watch_alone():
-        pass
-    assert list(base.iterdir()) == [] and len(list(temp.glob("mlxcompat-watch-*.lock"))) == 1
+    in_prefix = [p.name for p in prefix.iterdir()]
+    in_temp = [p.name for p in temp.glob("mlxcompat-watch-*.lock")]
+    assert (in_prefix, len(in_temp)) == (([".mlxcompat-watch.lock"], 0) if venv else ([], 1))
