@@ -99,13 +99,17 @@ LIVE: set[int] = set()  # children not yet reaped; each leads its own session (`
 ORPHANED: set[int] = set()  # servers killed because their asker was gone, not yet reaped
 
 
-def _kill_children() -> None:
-    """SIGKILL each child's session, and the child itself: one forked a moment ago may not
+def _kill(pid: int) -> None:
+    """SIGKILL a child's session, and the child itself: one forked a moment ago may not
     lead its session yet (`_become`), and its group would not be found."""
+    for kill in (os.killpg, os.kill):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            kill(pid, signal.SIGKILL)
+
+
+def _kill_children() -> None:
     for pid in LIVE:
-        for kill in (os.killpg, os.kill):
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                kill(pid, signal.SIGKILL)
+        _kill(pid)
 
 
 def _reap(answer: IO[str], asked: dict[int, socket.socket]) -> bool:
@@ -120,18 +124,18 @@ def _reap(answer: IO[str], asked: dict[int, socket.socket]) -> bool:
         _tell(answer, asked, pid, os.waitstatus_to_exitcode(status))
 
 
-def _askers(asked: dict[int, socket.socket], gone: set[int]) -> list[socket.socket]:
+def _askers(asked: dict[int, socket.socket]) -> list[socket.socket]:
     """The connections of servers whose asker may still be there."""
-    return [conn for pid, conn in asked.items() if pid not in gone]
+    return [conn for pid, conn in asked.items() if pid not in ORPHANED]
 
 
-def _end_orphans(ready: list, asked: dict[int, socket.socket], gone: set[int]) -> None:
+def _end_orphans(ready: list, asked: dict[int, socket.socket]) -> None:
     """SIGKILL the server of every asker whose connection ended. An asker sends nothing after
     its request, so a readable connection is its end: a subject process killed outright (the
     runner's Ctrl-C, a cell's timeout) stops none of its servers, and one it had paused
     (SIGSTOP, `Server.pause`) can never see its asker go, so it stayed stopped for good."""
     for pid, conn in list(asked.items()):
-        if pid in gone or conn not in ready:
+        if pid in ORPHANED or conn not in ready:
             continue
         try:
             data = conn.recv(4096)
@@ -139,10 +143,8 @@ def _end_orphans(ready: list, asked: dict[int, socket.socket], gone: set[int]) -
             data = b""
         if data:  # not the protocol's; ignored
             continue
-        gone.add(pid)
-        for kill in (os.killpg, os.kill):
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                kill(pid, signal.SIGKILL)
+        ORPHANED.add(pid)
+        _kill(pid)
 
 
 def _say(answer: IO[str], message: str) -> None:
@@ -212,8 +214,8 @@ def _serve(answer: IO[str], path: str) -> None:
     _say(answer, json.dumps({"ready": os.getpid(), "socket": path}) + "\n")
     stdin = sys.stdin
     while True:
-        ready, _, _ = select.select([stdin, listener, *_askers(asked, ORPHANED)], [], [], 0.2)
-        _end_orphans(ready, asked, ORPHANED)
+        ready, _, _ = select.select([stdin, listener, *_askers(asked)], [], [], 0.2)
+        _end_orphans(ready, asked)
         _reap(answer, asked)
         if listener in ready:
             _accept(listener, asked)
@@ -236,8 +238,8 @@ def _serve(answer: IO[str], path: str) -> None:
         _say(answer, json.dumps({"pid": pid}) + "\n")
     listener.close()
     while _reap(answer, asked):  # closed: wait for the children (an orphan's end too)
-        ready, _, _ = select.select(_askers(asked, ORPHANED), [], [], 0.2)
-        _end_orphans(ready, asked, ORPHANED)
+        ready, _, _ = select.select(_askers(asked), [], [], 0.2)
+        _end_orphans(ready, asked)
 
 
 if __name__ == "__main__":
