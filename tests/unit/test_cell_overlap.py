@@ -197,6 +197,25 @@ def test_no_more_than_two_runs_at_once(tmp_path) -> None:
     assert runs.wait_all() == []
 
 
+def test_the_next_run_starts_when_either_of_two_ends(tmp_path) -> None:
+    """The older run still timing its rounds must not hold back the next cell once the
+    younger one has ended: a CPU sat idle for 8 s of a full run (2026-12-07)."""
+    venv = _venv_with(tmp_path, """
+        import os, pathlib, sys, time
+        pathlib.Path(os.environ["MLXCOMPAT_HANDOFF"]).write_text("x")
+        time.sleep(float(sys.argv[1]))
+    """)
+    runs = CellRuns()
+    session = FakeSession(venv)
+    runs.start(session, "older", ["fake-run", "3"], {})
+    runs.start(session, "younger", ["fake-run", "0.3"], {})
+    started = time.monotonic()
+    runs.start(session, "next", ["fake-run", "0"], {})
+    assert time.monotonic() - started < 2.0
+    assert runs.running[0][0] == "older"
+    assert runs.wait_all() == []
+
+
 def test_a_gating_cell_runs_alone_after_every_run_handed_on_before_it(tmp_path) -> None:
     venv = _handing_on(tmp_path, 0.6)
     runs = CellRuns()
