@@ -85,14 +85,16 @@ def test_the_workload_is_bounded_and_covers_every_scenario() -> None:
     client = FakeClient()
     work = run_workload(Poster(client, "http://x", to_ids), model="/m")
     assert {s.scenario for s in work.sent} == set(SCENARIOS)
-    # the model is loaded, then a blocker timed alone, before the first group is sent
-    warm, timed, *sent = client.bodies
+    # the model is loaded, then a blocker timed alone twice, before the first group is sent
+    warm, timings, sent = client.bodies[0], client.bodies[1:3], client.bodies[3:]
     assert len(sent) == len(work.sent) <= 30 and sorted(b["prompt"] for b in sent) == sorted(
         s.body["prompt"] for s in work.sent)
     blockers = [s.body["prompt"] for s in work.sent if "-blocker-" in s.name]
     assert blockers[0].startswith(warm["prompt"]) and len(warm["prompt"]) < len(blockers[0])
-    assert len(timed["prompt"]) == len(blockers[0])  # as long, and no prefix of any of them
-    assert all(b[0] != timed["prompt"][0] for b in blockers)
+    for timed in timings:  # as long, and no prefix of any of them nor of each other
+        assert len(timed["prompt"]) == len(blockers[0])
+        assert all(b[0] != timed["prompt"][0] for b in blockers)
+    assert timings[0]["prompt"][0] != timings[1]["prompt"][0]
     assert all(b["max_tokens"] <= 40 and b["model"] == "/m" for b in client.bodies)
     assert max(len(b["prompt"]) for b in client.bodies) >= 256  # longer than the prefill step
     turns = {s.name: s for s in work.sent if s.scenario == "multi-turn"}
@@ -227,6 +229,17 @@ def test_the_head_start_is_shorter_than_a_fast_blocker_and_never_longer_than_50_
     assert head_start(answered_in(0.300)) == HEAD_START_S
     failed = lambda body: Completion([], None, 0.01, error="HTTP 500: boom")  # noqa: E731
     assert head_start(failed) == HEAD_START_S
+
+
+def test_the_head_start_follows_the_faster_of_two_blockers_alone() -> None:
+    """A first blocker answered slowly (a busy moment) made a head start as long as a later
+    blocker's whole answer: its group met an idle server in every try (0.31.2's llama)."""
+    answers = iter([0.060, 0.030])
+    slow_then_fast = lambda body: Completion([1, 2], [-1.0, -1.0], next(answers))  # noqa: E731
+    assert head_start(slow_then_fast) == pytest.approx(0.012)
+    answers = iter([Completion([], None, 0.001, error="HTTP 500: boom"),
+                    Completion([1, 2], [-1.0, -1.0], 0.030)])
+    assert head_start(lambda body: next(answers)) == pytest.approx(0.012)  # a failure: no time
 
 
 def test_a_group_sent_after_its_blocker_was_answered_fails_closed() -> None:
