@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import subprocess
 import sys
@@ -21,17 +22,16 @@ import threading
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+from mlxcompat.cpuwatch import cpu_times
+
 EVERY_S = 0.5
 
 
-def _cpus() -> dict[str, tuple[int, int]]:
-    found = {}
-    for line in Path("/proc/stat").read_text().splitlines():
-        if line.startswith("cpu") and line[3].isdigit():
-            name, *fields = line.split()
-            ticks = list(map(int, fields[:8]))
-            found[name] = (sum(ticks) - ticks[3] - ticks[4], sum(ticks))  # less idle, iowait
-    return found
+def _busy(cpus: list[int]) -> list[float]:
+    """Busy seconds of each CPU since boot (`cpuwatch.cpu_times`)."""
+    return [(cpu_times(c) or (0.0, 0.0))[0] for c in cpus]
 
 
 def run(out: str, cmd: list[str]) -> int:
@@ -39,14 +39,15 @@ def run(out: str, cmd: list[str]) -> int:
     samples: list[list[float]] = []
     done = threading.Event()
 
+    cpus = sorted(os.sched_getaffinity(0))
+
     def sample() -> None:
-        before = _cpus()
+        before, then = _busy(cpus), time.monotonic()
         while not done.wait(EVERY_S):
-            now = _cpus()
-            samples.append([round(time.monotonic() - t0, 2)] + [
-                round((now[k][0] - before[k][0]) / max(1, now[k][1] - before[k][1]), 3)
-                for k in sorted(now)])
-            before = now
+            now, at = _busy(cpus), time.monotonic()
+            samples.append([round(at - t0, 2)] + [round(min(1.0, (b - a) / (at - then)), 3)
+                                                  for a, b in zip(before, now, strict=True)])
+            before, then = now, at
 
     threading.Thread(target=sample, daemon=True).start()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
