@@ -29,13 +29,23 @@ def main(folder: Path) -> int:
     counts = {"cpu": [0, 0], "cuda": [0, 0]}
     queued: list[float] = []
     heads: list[float] = []
+    runs: dict[tuple[str, str, str], str] = {}  # a subject's server run of a model: its outcome
     for path in sorted(folder.glob("*.json")):
         if path.name.endswith(".bench.json") or ".upstream." in path.name:
             continue
         backend = "cuda" if "@cuda" in path.name else "cpu"
         for row in json.loads(path.read_text(encoding="utf-8")).get("results", []):
-            if row["check"] != "server" or row.get("scenario") not in GROUPS \
-                    or row["verdict"] == "error":
+            if row["check"] != "server":
+                continue
+            if not (row.get("borrowed_from") or row.get("reused")):
+                run = (path.name, row["subject"], row["model"])
+                if "not queued" in (row.get("detail") or ""):
+                    runs[run] = "failed"
+                elif "queued" in (row.get("metrics") or {}).get("retried_after", ""):
+                    runs.setdefault(run, "served again")
+                else:
+                    runs.setdefault(run, "")
+            if row.get("scenario") not in GROUPS or row["verdict"] == "error":
                 continue
             metrics = row.get("metrics") or {}
             queued += metrics.get("queued_s", [])
@@ -53,6 +63,10 @@ def main(folder: Path) -> int:
         if groups:
             print(f"  {backend}: {groups} groups (rows x groups), {late} look sent after their "
                   f"blocker's prefill ({late / groups:.0%})")
+    outcomes = list(runs.values())
+    print(f"  server runs: {len(outcomes)}; served again for a group that reached an idle "
+          f"server: {outcomes.count('served again')}; failed so ('not queued'): "
+          f"{outcomes.count('failed')}")
     if queued:
         print(f"  queued_s recorded on {len(queued)} groups: min {min(queued) * 1e3:.1f} ms, "
               f"median {sorted(queued)[len(queued) // 2] * 1e3:.1f} ms; head starts "
