@@ -44,8 +44,8 @@ from mlxcompat.workers import (
     handle,
     start_need_probe,
     start_worker,
+    stop_signals,
     subject_env,
-    terminate_raises,
 )
 
 
@@ -145,15 +145,14 @@ def run_cell(opts: RunOptions) -> CellDoc:
     todo = [s for s in opts.subjects
             if s.name not in opts.reused and s.name not in opts.run.same_as]
     todo.sort(key=lambda s: -last.get(s.name, float("inf")))  # the longest first
-    with tempfile.TemporaryDirectory(prefix="mlxcompat-") as tmp_name:
+    with stop_signals(), tempfile.TemporaryDirectory(prefix="mlxcompat-") as tmp_name:
         tmp = Path(tmp_name)
         need = tmp / "need.json" if opts.need_probe and todo else None
         share = BenchShare(opts)
         server = (ForkServer(subject_env(opts, None, tmp))
                   if todo and forkserver.available() else None)
         try:
-            with terminate_raises():
-                finished = _loop(opts, tmp, need, events, workers, todo, server, share)
+            finished = _loop(opts, tmp, need, events, workers, todo, server, share)
             if not finished:
                 for w in _kill_live(workers):
                     w.timed_out, w.exited = True, True

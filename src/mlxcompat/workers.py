@@ -238,23 +238,35 @@ def start_need_probe(opts: RunOptions, out: Path, events: Events,
 
 
 @contextlib.contextmanager
-def terminate_raises() -> Iterator[None]:
-    """SIGTERM (timeout(1), a cancelled CI job) as SystemExit while the runner holds subject
-    processes, so its cleanup runs: by default Python dies on the spot, and every subject it
-    had frozen for another's turn stayed stopped for good (two held a GPU for the rest of a
-    lease, 2026-12-06). Only the main thread can set a handler; elsewhere nothing changes."""
+def stop_signals() -> Iterator[None]:
+    """SIGTERM (timeout(1), a cancelled CI job) as SystemExit and Ctrl-C as KeyboardInterrupt
+    while the runner holds subject processes and its folder, so its cleanup runs: by default
+    Python dies on SIGTERM on the spot, and every subject it had frozen for another's turn
+    stayed stopped for good (two held a GPU for the rest of a lease, 2026-12-06). The first
+    of them ignores both until the block ends: a second one (Ctrl-C pressed twice, or nox
+    passing on a signal the runner's group got too) cut the cleanup short and left the
+    folder behind. Only the main thread can set a handler; elsewhere nothing changes, and a
+    Ctrl-C this process was started to ignore stays ignored."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    handled = [signal.SIGTERM]
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        handled.append(signal.SIGINT)
 
-    def _exit(signum: int, _frame: object) -> None:
+    def stop(signum: int, _frame: object) -> None:
+        for sig in handled:
+            signal.signal(sig, signal.SIG_IGN)
+        if signum == signal.SIGINT:
+            raise KeyboardInterrupt
         raise SystemExit(128 + signum)
 
-    previous = signal.signal(signal.SIGTERM, _exit)
+    previous = {sig: signal.signal(sig, stop) for sig in handled}
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def handle(cell: str, event: tuple[str, str, str], workers: dict[str, Worker],

@@ -19,15 +19,36 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="re
 
 SELF_TERM = """
 import os, signal, time
-from mlxcompat.workers import terminate_raises
+from mlxcompat.workers import stop_signals
 try:
-    with terminate_raises():
+    with stop_signals():
         os.kill(os.getpid(), signal.SIGTERM)
         time.sleep(10)
     print("no exit")
 except SystemExit as exc:
     print("exit", exc.code)
 print("handler restored", signal.getsignal(signal.SIGTERM) is signal.SIG_DFL)
+"""
+
+
+SECOND_SIGNAL = """
+import os, signal, sys, time
+from mlxcompat.workers import stop_signals
+first = getattr(signal, sys.argv[1])
+try:
+    with stop_signals():
+        try:
+            os.kill(os.getpid(), first)
+            time.sleep(10)
+        finally:  # the runner's cleanup: a second signal of either kind must not cut it short
+            os.kill(os.getpid(), signal.SIGINT)
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.2)
+            print("cleanup done")
+except BaseException as exc:
+    print("stopped", type(exc).__name__)
+print("restored", signal.getsignal(signal.SIGINT) is signal.default_int_handler,
+      signal.getsignal(signal.SIGTERM) is signal.SIG_DFL)
 """
 
 
@@ -50,8 +71,18 @@ def test_sigterm_inside_becomes_system_exit_and_the_handler_is_restored() -> Non
     assert out[:2] == ["exit 143", "handler restored True"]
 
 
+@pytest.mark.parametrize(("first", "stopped"), [("SIGINT", "KeyboardInterrupt"),
+                                                 ("SIGTERM", "SystemExit")])
+def test_a_second_signal_does_not_cut_the_cleanup_short(first: str, stopped: str) -> None:
+    """Ctrl-C pressed twice, or nox passing on a signal the runner's group got as well: the
+    second one used to stop the cleanup mid-way and leave the runner's folder behind."""
+    out = subprocess.run([sys.executable, "-c", SECOND_SIGNAL, first], capture_output=True,
+                         text=True, timeout=60, check=True).stdout.split("\n")
+    assert out[:3] == ["cleanup done", f"stopped {stopped}", "restored True True"]
+
+
 @pytest.mark.parametrize(("stop", "device"), [
-    (SystemExit(128 + signal.SIGTERM), "gpu"),  # what terminate_raises makes of SIGTERM
+    (SystemExit(128 + signal.SIGTERM), "gpu"),  # what stop_signals makes of SIGTERM
     (KeyboardInterrupt(), "cpu"),
 ], ids=["sigterm", "ctrl-c"])
 def test_a_stopped_run_kills_its_frozen_subject_writes_nothing_and_removes_its_folder(
