@@ -15,13 +15,22 @@ Runs hand on only where overlap helps and someone waits for them: the CPU backen
 with ≥ 2 CPUs (`benchlock.enabled`), and a report to follow (not MLXCOMPAT_SKIP_REPORT=1);
 never a cell measured with a gating profile, which runs alone as its baseline did (rounds
 timed beside another cell's checks are wider).
+
+A SIGINT or SIGTERM that reaches nox alone (`kill PID`, a CI step that `exec`s nox, which
+GitHub Actions signals and not its children) is passed on to every cell run it started,
+handed on or not (`pass_signals_on`): before, nox waited for handed-on runs to finish their
+cells (20 s after a SIGINT 80 s into a full matrix, 2026-12-07), and a SIGTERM left them
+running on their own. A runner ignores a second signal while it cleans up
+(`workers.stop_signals`), so the group's own signal and nox's together do no harm.
 """
 
 from __future__ import annotations
 
 import atexit
 import os
+import signal
 import subprocess
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,7 +45,8 @@ from mlxcompat.workers import bench_cpu
 # behind on every Ctrl-C of `matrix(mlx-lm-0.32.2)` tried (2026-12-07); its cleanup takes
 # under a second.
 INTERRUPT_GRACE_S = 30.0
-INTERRUPTED = (130, -2)  # `mlxcompat run`'s exit after Ctrl-C, or SIGINT's own
+STOPPED = {130: "interrupted", -2: "interrupted",  # `mlxcompat run` after Ctrl-C, SIGINT's
+           143: "terminated", -15: "terminated"}  # after SIGTERM (SystemExit), SIGTERM's
 
 
 @dataclass
@@ -45,6 +55,8 @@ class CellRuns:
 
     running: list[tuple[str, subprocess.Popen[bytes]]] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
+    here: subprocess.Popen[bytes] | None = None  # the run the session itself waits for
+    stopping: bool = False  # nox got SIGINT or SIGTERM: runs are stopped, not waited out
 
     def __post_init__(self) -> None:
         every = run_cpus()
@@ -53,8 +65,32 @@ class CellRuns:
         atexit.register(self._at_exit)
 
     def _at_exit(self) -> None:
+        if self.stopping:
+            for _name, proc in self.running:
+                _stop(proc)
         for cell in self.wait_all():  # a report would have failed on these; none ran
             print(f"mlxcompat: {cell}: its run did not end with its results", flush=True)
+
+    def pass_signals_on(self) -> None:
+        """From now on, SIGINT or SIGTERM to this (nox's) process goes on to every cell run
+        it started, then stops nox as it would have stopped it (KeyboardInterrupt; SIGTERM
+        as SystemExit 143, so this process's exit still stops the runs). A signal this
+        process was started to ignore stays ignored; only the main thread can do this."""
+        if threading.current_thread() is not threading.main_thread():
+            return
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            signal.signal(signal.SIGINT, self._signalled)
+        if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+            signal.signal(signal.SIGTERM, self._signalled)
+
+    def _signalled(self, signum: int, _frame: object) -> None:
+        self.stopping = True
+        for proc in [p for _n, p in self.running] + ([self.here] if self.here else []):
+            if proc.poll() is None:
+                proc.send_signal(signum)
+        if signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        raise SystemExit(128 + signum)
 
     def overlap(self, device: str) -> bool:
         return device == "cpu" and benchlock.enabled() and bench_cpu(device) is not None \
@@ -82,8 +118,38 @@ class CellRuns:
             return
         if overlap:
             self.finish(session)
-        session.run(*argv, env=env, interrupt_timeout=INTERRUPT_GRACE_S,
-                    terminate_timeout=INTERRUPT_GRACE_S)
+        self.run_here(session, name, argv, env)
+
+    def run_here(self, session: Any, name: str, argv: list[str], env: dict[str, str]) -> None:
+        """Run `argv` in the session's venv to its end. Not `session.run`: its child is out
+        of this object's reach, so a signal to nox alone never reached it (nox waited out
+        its interrupt timeout, then sent SIGTERM). Stopped (Ctrl-C, SIGTERM), the run gets
+        INTERRUPT_GRACE_S to clean up (nox's own 0.3 s killed it mid-way), then SIGTERM,
+        then SIGKILL."""
+        self.here = self._popen(session, argv, env, {})
+        try:
+            code = self.here.wait()
+        except BaseException:
+            _stop(self.here)
+            raise
+        finally:
+            self.here = None
+        if code != 0:
+            word = STOPPED.get(code)
+            session.error(f"{name}: mlxcompat run {word}" if word else
+                          f"{name}: mlxcompat run exited with {code}")
+
+    @staticmethod
+    def _popen(session: Any, argv: list[str], env: dict[str, str],
+               extra: dict[str, str]) -> subprocess.Popen[bytes]:
+        """`argv[0]` from the session's venv, with the venv first on PATH, as nox runs it."""
+        venv = Path(session.virtualenv.location)
+        full = {**os.environ, **env, "VIRTUAL_ENV": str(venv),
+                "PATH": os.pathsep.join([str(venv / "bin"), os.environ.get("PATH", "")]),
+                **extra}
+        session.log(" ".join(argv) + ("  (handed on once it leaves a CPU idle)"
+                                      if "MLXCOMPAT_HANDOFF" in extra else ""))
+        return subprocess.Popen([str(venv / "bin" / argv[0]), *argv[1:]], env=full)
 
     def start(self, session: Any, name: str, argv: list[str], env: dict[str, str]) -> None:
         """Run `argv` in the session's venv until it hands on (a CPU of its own falls idle,
@@ -95,15 +161,10 @@ class CellRuns:
         while len(self.running) >= 2:
             time.sleep(0.2)
             self._reap()
-        venv = Path(session.virtualenv.location)
-        handoff = venv / "handoff"
+        handoff = Path(session.virtualenv.location) / "handoff"
         handoff.unlink(missing_ok=True)
-        full = {**os.environ, **env, "VIRTUAL_ENV": str(venv),
-                "PATH": os.pathsep.join([str(venv / "bin"), os.environ.get("PATH", "")]),
-                "MLXCOMPAT_HANDOFF": str(handoff)}
-        session.log(" ".join(argv) + "  (handed on once it leaves a CPU idle)")
-        proc = subprocess.Popen([str(venv / "bin" / argv[0]), *argv[1:]], env=full)
-        self.running.append((name, proc))  # from now: nox's exit (Ctrl-C here) waits for it
+        proc = self._popen(session, argv, env, {"MLXCOMPAT_HANDOFF": str(handoff)})
+        self.running.append((name, proc))  # from now: nox's signals reach it, its exit waits
         while proc.poll() is None and not handoff.exists():
             time.sleep(0.2)
         if proc.returncode is not None:
@@ -116,8 +177,8 @@ class CellRuns:
         for name, proc in self.running:
             if proc.poll() is None:
                 still.append((name, proc))
-            elif proc.returncode in INTERRUPTED:
-                self.failed.append(f"{name} (interrupted)")
+            elif proc.returncode in STOPPED:
+                self.failed.append(f"{name} ({STOPPED[proc.returncode]})")
             elif proc.returncode != 0:
                 self.failed.append(f"{name} (exit {proc.returncode})")
         self.running = still
@@ -137,3 +198,14 @@ class CellRuns:
         failed = self.wait_all()
         if failed:
             session.error("cell runs failed after their checks: " + ", ".join(failed))
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    """Wait INTERRUPT_GRACE_S for a run that was passed a signal, then SIGTERM, then SIGKILL."""
+    for last in (proc.terminate, proc.kill):
+        try:
+            proc.wait(timeout=INTERRUPT_GRACE_S)
+            return
+        except subprocess.TimeoutExpired:
+            last()
+    proc.wait()

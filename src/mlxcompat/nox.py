@@ -231,6 +231,7 @@ def sessions(matrix: str | Path = "matrix.yaml", raw: str | Path = "reports/raw"
              python: str | None = None) -> Sessions:
     """Register the mlxcompat sessions for `matrix` in the calling noxfile."""
     s = Sessions(matrix, raw, python)
+    s.runs.pass_signals_on()  # a signal to nox alone reaches the cell runs it started
     keep_bytecode(Path(".nox", "pycache"))  # every session's processes (mlxcompat.bytecode)
     nox.options.default_venv_backend = "uv|virtualenv"
     nox.options.reuse_venv = "yes"
