@@ -69,9 +69,9 @@ def test_a_signal_to_nox_alone_reaches_the_run_it_waits_for(tmp_path, handlers, 
     session = FakeSession(venv_with(tmp_path, RUN))
     runs = CellRuns()
     runs.pass_signals_on()
-    _signal_self_when_ready(note, sig)
     started = time.monotonic()
     with pytest.raises(raised):
+        _signal_self_when_ready(note, sig)
         runs.launch(session, "off", ["fake-run", str(note)], {}, overlap=False, gating=False)
     assert time.monotonic() - started < 20  # not the run's 60 s, nor nox's 30 s grace
     assert note.read_text() == str(int(sig))  # it heard of it and finished its cleanup
@@ -89,8 +89,8 @@ def test_a_signal_to_nox_alone_stops_a_run_handed_on(tmp_path, handlers, capsys,
     runs.pass_signals_on()
     runs.start(session, "cell-a", ["fake-run", str(note)], {})
     assert len(runs.running) == 1  # handed on: nox goes on to the next cell
-    _signal_self_when_ready(note, sig)
-    with pytest.raises(raised):
+    with pytest.raises(raised):  # the run is ready: the signal may come at once
+        _signal_self_when_ready(note, sig)
         time.sleep(30)  # nox, busy elsewhere
     started = time.monotonic()
     runs._at_exit()  # what nox's exit does
