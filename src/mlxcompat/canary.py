@@ -3,8 +3,9 @@
 One commit of the upstream branch (resolved once, recorded in the cell JSON and the summary)
 with the newest mlx, the same subjects (installed as the release cell installs them) and
 models as the newest pinned mlx-lm release cell, which runs first in the same venv. Both are
-graded with the matrix's expectations; the canary reports the rows that are unexpected there
-and not in the release cell: what the branch would break. It never gates (CI lets it fail).
+graded with the matrix's expectations, the canary's as if it had the release cell's mlx-lm and
+mlx (`graded_as_release`); the canary reports the rows that are unexpected there and not in
+the release cell: what the branch would break. It never gates (CI lets it fail).
 Environment: MLXCOMPAT_CANARY_REPO (default mlx-lm's GitHub URL), MLXCOMPAT_CANARY_REF
 (default HEAD), MLXCOMPAT_CANARY_OUT (default canary/).
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -28,6 +30,8 @@ from mlxcompat.records.report import ReportRow
 if TYPE_CHECKING:
     import nox
 
+    from mlxcompat.cell_runs import CellRuns
+
 
 REPO = "https://github.com/ml-explore/mlx-lm"
 
@@ -40,6 +44,7 @@ class Sessions(Protocol):
     backend: str
     python: str
     run_id: str
+    runs: CellRuns
 
     def install_cell(self, session: nox.Session, cell: Cell, log: Path) -> InstallRecord: ...
 
@@ -87,6 +92,22 @@ def upstream_commit(repo: str, ref: str = "HEAD") -> str:
     return peeled[0] if peeled else lines[0][0]
 
 
+def graded_as_release(canary: CellDoc, release: CellDoc) -> CellDoc:
+    """The canary's document as the release cell's, for grading only: the release's cell name
+    and mlx-lm version (the branch runs with the release's mlx where it installs with it).
+    Every known difference is bounded by the release it was measured on (`<=0.32.2`, or
+    `cell: [mlx-lm-0.32.2]`), so graded as itself (0.32.3.dev1 from the tags, 0.1.dev1
+    without them, cell `canary`) the branch broke all of them: 1,525 rows of one run were
+    "new" (2,023 at 0.1.dev1), each the release cell's row as it was (2026-12-07, a
+    stand-in repository of 0.32.2's sdist: reports/evidence/canary-standin.txt). As the
+    release, a row is new when its outcome is one the release's expectations do not allow."""
+    graded = canary.model_copy(deep=True)
+    graded.cell = release.cell
+    if "mlx-lm" in release.env.packages:
+        graded.env.packages["mlx-lm"] = release.env.packages["mlx-lm"]
+    return graded
+
+
 def compare(release: CellDoc, canary: CellDoc, matrix: Matrix,
             branch: Branch) -> CanarySummary:
     """Rows unexpected in the canary and not in the release cell (new), unexpected in both
@@ -94,10 +115,10 @@ def compare(release: CellDoc, canary: CellDoc, matrix: Matrix,
     new as well (fail closed)."""
     from mlxcompat.report.aggregate import aggregate
 
-    by_cell: dict[str, dict[tuple[str, ...], ReportRow]] = {}
-    for r in aggregate([release, canary], matrix).results:
-        by_cell.setdefault(r.cell, {})[r.key()] = r
-    old, new = by_cell.get(release.cell, {}), by_cell.get(canary.cell, {})
+    def graded(doc: CellDoc) -> dict[tuple[str, ...], ReportRow]:
+        return {r.key(): r for r in aggregate([doc], matrix).results}
+
+    old, new = graded(release), graded(graded_as_release(canary, release))
 
     def brief(r: ReportRow, why: str = "") -> str:
         return f"{r.about.text} {r.subject}: {why or r.outcome.why or r.verdict}"
@@ -106,17 +127,26 @@ def compare(release: CellDoc, canary: CellDoc, matrix: Matrix,
     for key, row in new.items():
         if not row.outcome.expected:
             before = old.get(key)
-            bad["still" if before and not before.outcome.expected else "new"].append(brief(row))
+            if before and not before.outcome.expected:
+                bad["still"].append(brief(row))
+            elif before and row.verdict == "pass":  # an expected failure fixed on the branch
+                bad["fixed"].append(brief(row))
+            else:
+                bad["new"].append(brief(row))
     for key, row in old.items():
         if key not in new:
             bad["new"].append(brief(row, "no row in the canary"))
         elif not row.outcome.expected and new[key].outcome.expected:
             bad["fixed"].append(brief(new[key]))
     packages = canary.env.packages
+    mlx, was = packages.get("mlx", "?"), release.env.packages.get("mlx", "?")
+    moved = "" if mlx == was else f" (the release cell's {was} would not install with it: " \
+        "a difference may be mlx's)"
     line = (f"canary: mlx-lm {packages.get('mlx-lm', '?')} at {branch.commit[:12]} "
-            f"({branch.repo}), mlx {packages.get('mlx', '?')}: {len(bad['new'])} "
+            f"({branch.repo}), mlx {mlx}{moved}: {len(bad['new'])} "
             f"unexpected compared with the newest release cell {release.cell} "
-            f"({len(bad['still'])} unexpected in both, {len(bad['fixed'])} fixed on the branch)")
+            f"({len(bad['still'])} unexpected in both, {len(bad['fixed'])} fixed on the branch; "
+            f"graded with the release's expectations)")
     return CanarySummary(line=line, branch=branch, release_cell=release.cell,
                          packages=dict(packages), **bad)
 
@@ -130,9 +160,31 @@ def _run_cell(session: nox.Session, s: Sessions, name: str, cell: Cell, out: Pat
     run = plan(s.matrix, cell.id, args, backend=s.backend, out=out / f"{name}.json",
                pins=pins, run_id=s.run_id, install=install, subject_dir=str(subjects))
     run = run.model_copy(update={"cell": name})
-    session.run("mlxcompat", "--matrix", str(s.matrix_file), "run", "--cell-run",
-                str(run.write(out / f"{name}.cell-run.json")), env={"HF_HUB_OFFLINE": "1"})
+    s.runs.run_here(session, name, ["mlxcompat", "--matrix", str(s.matrix_file), "run",
+                                    "--cell-run", str(run.write(out / f"{name}.cell-run.json"))],
+                    {"HF_HUB_OFFLINE": "1"})  # as a matrix cell: a Ctrl-C gives it time to clean up
     return read_cell(out / f"{name}.json")
+
+
+def branch_mlx(session: nox.Session, requirement: str, pinned: str, s: Sessions,
+               newest: Callable[[str], str]) -> str:
+    """The release cell's mlx when the branch installs with it, so the canary differs from the
+    release cell in the branch alone: with the newest mlx (0.32.4 against 0.32.2), mlx's own
+    drift showed as "new" rows of the stand-in run (dtype-parity mamba bfloat16: |Δ| 0.78 and
+    other tokens against the release cell's 0.094). The newest mlx where the branch needs a
+    later one (an install dry run says), and the summary says so."""
+    if not pinned:
+        return newest("mlx")
+    wanted = [requirement, s.matrix.mlx_template(backend=s.backend).format(v=pinned)]
+    where = session.virtualenv.location
+    probe = (["uv", "pip", "install", "--dry-run", "--python", where, *wanted]
+             if session.venv_backend == "uv" else
+             [str(Path(where, "bin", "python")), "-m", "pip", "install", "--dry-run", *wanted])
+    try:
+        ok = subprocess.run(probe, capture_output=True, timeout=600, check=False).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        ok = False
+    return pinned if ok else newest("mlx")
 
 
 def run_canary(session: nox.Session, s: Sessions) -> None:
@@ -154,10 +206,10 @@ def run_canary(session: nox.Session, s: Sessions) -> None:
         session.error(f"{release.id}: install failed: {install.error or bad}")
     doc = _run_cell(session, s, release.id, release, out, install,
                     install.resolved or dict(release.pins), venv / "subjects")
-    mlx_version = newest("mlx")
-    mlx = s.matrix.mlx_template(backend=s.backend).format(v=mlx_version)
     requirement = f"mlx-lm @ git+{branch.repo}@{branch.commit}"
-    s.install(session, log, requirement, mlx)
+    mlx_version = branch_mlx(session, requirement, release.pins.get("mlx", ""), s, newest)
+    mlx = s.matrix.mlx_template(backend=s.backend).format(v=mlx_version)
+    s.install(session, log, requirement, mlx, always=True)  # never the release's mlx-lm again
     (venv / "mlxcompat-install.json").unlink(missing_ok=True)
     on_branch = install.model_copy(update={"requirements": [requirement, mlx], "resolved": {},
                                            "reused": False})
