@@ -1,11 +1,12 @@
 """The canary: mlx-lm's default branch against the newest release cell (`nox -s canary`).
 
 One commit of the upstream branch (resolved once, recorded in the cell JSON and the summary)
-with the newest mlx, the same subjects (installed as the release cell installs them) and
-models as the newest pinned mlx-lm release cell, which runs first in the same venv. Both are
-graded with the matrix's expectations, the canary's as if it had the release cell's mlx-lm and
-mlx (`graded_as_release`); the canary reports the rows that are unexpected there and not in
-the release cell: what the branch would break. It never gates (CI lets it fail).
+with the release cell's mlx where it installs with it (else the newest: `branch_mlx`), the same
+subjects (installed as the release cell installs them) and models as the newest pinned mlx-lm
+release cell, which runs first in the same venv. Both are graded with the matrix's
+expectations, the canary's as the release cell (`graded_as_release`); the canary reports the
+rows that are unexpected there and not in the release cell: what the branch would break. It
+never gates (CI lets it fail).
 Environment: MLXCOMPAT_CANARY_REPO (default mlx-lm's GitHub URL), MLXCOMPAT_CANARY_REF
 (default HEAD), MLXCOMPAT_CANARY_OUT (default canary/).
 """
@@ -14,7 +15,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -166,13 +166,14 @@ def _run_cell(session: nox.Session, s: Sessions, name: str, cell: Cell, out: Pat
     return read_cell(out / f"{name}.json")
 
 
-def branch_mlx(session: nox.Session, requirement: str, pinned: str, s: Sessions,
-               newest: Callable[[str], str]) -> str:
+def branch_mlx(session: nox.Session, requirement: str, pinned: str, s: Sessions) -> str:
     """The release cell's mlx when the branch installs with it, so the canary differs from the
     release cell in the branch alone: with the newest mlx (0.32.4 against 0.32.2), mlx's own
     drift showed as "new" rows of the stand-in run (dtype-parity mamba bfloat16: |Δ| 0.78 and
     other tokens against the release cell's 0.094). The newest mlx where the branch needs a
     later one (an install dry run says), and the summary says so."""
+    from mlxcompat.pypi import newest
+
     if not pinned:
         return newest("mlx")
     wanted = [requirement, s.matrix.mlx_template(backend=s.backend).format(v=pinned)]
@@ -188,7 +189,6 @@ def branch_mlx(session: nox.Session, requirement: str, pinned: str, s: Sessions,
 
 
 def run_canary(session: nox.Session, s: Sessions) -> None:
-    from mlxcompat.pypi import newest
 
     release = newest_release_cell(s.matrix)
     branch = Branch(repo=os.environ.get("MLXCOMPAT_CANARY_REPO", REPO),
@@ -207,7 +207,7 @@ def run_canary(session: nox.Session, s: Sessions) -> None:
     doc = _run_cell(session, s, release.id, release, out, install,
                     install.resolved or dict(release.pins), venv / "subjects")
     requirement = f"mlx-lm @ git+{branch.repo}@{branch.commit}"
-    mlx_version = branch_mlx(session, requirement, release.pins.get("mlx", ""), s, newest)
+    mlx_version = branch_mlx(session, requirement, release.pins.get("mlx", ""), s)
     mlx = s.matrix.mlx_template(backend=s.backend).format(v=mlx_version)
     s.install(session, log, requirement, mlx, always=True)  # never the release's mlx-lm again
     (venv / "mlxcompat-install.json").unlink(missing_ok=True)

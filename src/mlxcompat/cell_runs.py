@@ -202,10 +202,10 @@ class CellRuns:
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
     """Wait INTERRUPT_GRACE_S for a run that was passed a signal, then SIGTERM, then SIGKILL."""
-    for last in (proc.terminate, proc.kill):
+    for escalate in (proc.terminate, proc.kill):
         try:
             proc.wait(timeout=INTERRUPT_GRACE_S)
             return
         except subprocess.TimeoutExpired:
-            last()
+            escalate()
     proc.wait()

@@ -154,6 +154,15 @@ def test_a_run_that_fails_before_handing_on_fails_its_own_session(tmp_path) -> N
     assert runs.running == []
 
 
+def test_a_run_in_the_session_that_fails_fails_its_session(tmp_path) -> None:
+    """Not `session.run` any more, whose CommandFailed failed the session: the same must hold."""
+    runs = CellRuns()
+    with pytest.raises(RuntimeError, match="cell-c: mlxcompat run exited with 3"):
+        runs.run_here(FakeSession(venv_with(tmp_path, "import sys; sys.exit(3)\n")), "cell-c",
+                      ["fake-run"], {})
+    assert runs.here is None
+
+
 def test_no_more_than_two_runs_at_once(tmp_path) -> None:
     venv = _handing_on(tmp_path, 1.0)
     runs = CellRuns()
